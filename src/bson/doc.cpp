@@ -1,0 +1,177 @@
+#include "bson/doc.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace halo::bson {
+
+Doc Doc::copyOf(const uint8_t* data, size_t len) {
+    bson_t* b = bson_new_from_data(data, len);
+    return Doc(b ? b : bson_new());
+}
+
+StatusWith<Doc> Doc::fromJson(std::string_view json) {
+    bson_error_t err;
+    bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()),
+                                   static_cast<ssize_t>(json.size()), &err);
+    if (!b) return Status(ErrorCode::FailedToParse, err.message);
+    return Doc(b);
+}
+
+Doc Doc::fromJsonOrDie(std::string_view json) {
+    auto sw = fromJson(json);
+    if (!sw.isOK()) {
+        std::fprintf(stderr, "bad JSON literal: %s: %.*s\n", sw.getStatus().reason().c_str(),
+                     static_cast<int>(json.size()), json.data());
+        std::abort();
+    }
+    return std::move(sw.getValue());
+}
+
+std::string Doc::toJson() const { return bson::toJson(b_); }
+
+std::string toJson(const bson_t* b) {
+    size_t len = 0;
+    char* s = bson_as_relaxed_extended_json(b, &len);
+    if (!s) return "{}";
+    std::string out(s, len);
+    bson_free(s);
+    return out;
+}
+
+std::string valueToString(const bson_value_t& v) {
+    bson_t tmp = BSON_INITIALIZER;
+    bson_append_value(&tmp, "v", 1, &v);
+    std::string json = toJson(&tmp);
+    bson_destroy(&tmp);
+    // json is {"v" : X }
+    auto pos = json.find(':');
+    if (pos == std::string::npos || json.size() < pos + 3) return json;
+    std::string inner = json.substr(pos + 1, json.size() - pos - 2);
+    while (!inner.empty() && inner.front() == ' ') inner.erase(inner.begin());
+    while (!inner.empty() && inner.back() == ' ') inner.pop_back();
+    return inner;
+}
+
+Status validate(const uint8_t* data, size_t len) {
+    if (len < 5) return {ErrorCode::InvalidBSON, "BSON document too small"};
+    int32_t declared;
+    std::memcpy(&declared, data, 4);
+    if (declared < 5 || static_cast<size_t>(declared) != len)
+        return {ErrorCode::InvalidBSON, "BSON document length mismatch"};
+    bson_t b;
+    if (!bson_init_static(&b, data, len)) return {ErrorCode::InvalidBSON, "invalid BSON document"};
+    size_t offset = 0;
+    if (!bson_validate(&b, BSON_VALIDATE_NONE, &offset)) {
+        return {ErrorCode::InvalidBSON, fmt::format("invalid BSON at offset {}", offset)};
+    }
+    return Status::OK();
+}
+
+bool find(const bson_t* doc, std::string_view field, bson_iter_t* out) {
+    if (!bson_iter_init(out, doc)) return false;
+    return bson_iter_find_w_len(out, field.data(), static_cast<int>(field.size()));
+}
+
+bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, doc)) return false;
+    std::string p(path);
+    if (!bson_iter_find_descendant(&it, p.c_str(), out)) return false;
+    return true;
+}
+
+bool subDocument(const bson_t* doc, std::string_view field, bson_t* out) {
+    bson_iter_t it;
+    if (!find(doc, field, &it)) return false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) return false;
+    uint32_t len;
+    const uint8_t* data;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
+    else bson_iter_array(&it, &len, &data);
+    return bson_init_static(out, data, len);
+}
+
+bool isNumber(bson_type_t t) {
+    return t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE ||
+           t == BSON_TYPE_DECIMAL128;
+}
+
+double toDouble(const bson_value_t& v) {
+    switch (v.value_type) {
+        case BSON_TYPE_INT32: return v.value.v_int32;
+        case BSON_TYPE_INT64: return static_cast<double>(v.value.v_int64);
+        case BSON_TYPE_DOUBLE: return v.value.v_double;
+        case BSON_TYPE_DECIMAL128: {
+            char buf[BSON_DECIMAL128_STRING];
+            bson_decimal128_to_string(&v.value.v_decimal128, buf);
+            if (std::strstr(buf, "NaN")) return NAN;
+            if (std::strcmp(buf, "Infinity") == 0) return INFINITY;
+            if (std::strcmp(buf, "-Infinity") == 0) return -INFINITY;
+            return std::strtod(buf, nullptr);
+        }
+        default: return 0;
+    }
+}
+
+bool toInt64Exact(const bson_value_t& v, int64_t* out) {
+    switch (v.value_type) {
+        case BSON_TYPE_INT32: *out = v.value.v_int32; return true;
+        case BSON_TYPE_INT64: *out = v.value.v_int64; return true;
+        case BSON_TYPE_DOUBLE:
+        case BSON_TYPE_DECIMAL128: {
+            double d = toDouble(v);
+            if (std::isnan(d) || d != std::trunc(d) || d < -0x1p63 || d >= 0x1p63) return false;
+            *out = static_cast<int64_t>(d);
+            return true;
+        }
+        default: return false;
+    }
+}
+
+bool isTruthy(const bson_value_t& v) {
+    switch (v.value_type) {
+        case BSON_TYPE_BOOL: return v.value.v_bool;
+        case BSON_TYPE_NULL:
+        case BSON_TYPE_UNDEFINED:
+        case BSON_TYPE_EOD: return false;
+        case BSON_TYPE_INT32: return v.value.v_int32 != 0;
+        case BSON_TYPE_INT64: return v.value.v_int64 != 0;
+        case BSON_TYPE_DOUBLE: return v.value.v_double != 0;
+        case BSON_TYPE_DECIMAL128: return toDouble(v) != 0;
+        default: return true;
+    }
+}
+
+std::string_view typeName(bson_type_t t) {
+    switch (t) {
+        case BSON_TYPE_DOUBLE: return "double";
+        case BSON_TYPE_UTF8: return "string";
+        case BSON_TYPE_DOCUMENT: return "object";
+        case BSON_TYPE_ARRAY: return "array";
+        case BSON_TYPE_BINARY: return "binData";
+        case BSON_TYPE_UNDEFINED: return "undefined";
+        case BSON_TYPE_OID: return "objectId";
+        case BSON_TYPE_BOOL: return "bool";
+        case BSON_TYPE_DATE_TIME: return "date";
+        case BSON_TYPE_NULL: return "null";
+        case BSON_TYPE_REGEX: return "regex";
+        case BSON_TYPE_DBPOINTER: return "dbPointer";
+        case BSON_TYPE_CODE: return "javascript";
+        case BSON_TYPE_SYMBOL: return "symbol";
+        case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
+        case BSON_TYPE_INT32: return "int";
+        case BSON_TYPE_TIMESTAMP: return "timestamp";
+        case BSON_TYPE_INT64: return "long";
+        case BSON_TYPE_DECIMAL128: return "decimal";
+        case BSON_TYPE_MINKEY: return "minKey";
+        case BSON_TYPE_MAXKEY: return "maxKey";
+        case BSON_TYPE_EOD: return "missing";
+    }
+    return "unknown";
+}
+
+}  // namespace halo::bson

@@ -1,0 +1,146 @@
+#include "net/listener.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+
+namespace halo::net {
+
+namespace {
+constexpr int32_t kMinFrame = 16;
+constexpr int32_t kMaxFrame = 48'000'000;
+}  // namespace
+
+Listener::Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory)
+    : io_(io), bindIp_(std::move(bindIp)), port_(port), factory_(std::move(factory)) {}
+
+Listener::~Listener() { stop(); }
+
+Status Listener::start() {
+    // --bind_ip takes a comma-separated list, as mongod's does.
+    std::vector<std::string> ips;
+    size_t start = 0;
+    while (start <= bindIp_.size()) {
+        size_t comma = bindIp_.find(',', start);
+        std::string ip = bindIp_.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!ip.empty()) ips.push_back(ip == "localhost" ? "127.0.0.1" : ip);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (ips.empty()) ips.push_back("127.0.0.1");
+    for (const auto& ip : ips) {
+        asio::error_code ec;
+        auto addr = asio::ip::make_address(ip, ec);
+        if (ec) return {ErrorCode::BadValue, fmt::format("invalid bind_ip address '{}'", ip)};
+        auto acc = std::make_unique<asio::ip::tcp::acceptor>(io_);
+        asio::ip::tcp::endpoint ep(addr, port_);
+        acc->open(ep.protocol(), ec);
+        if (!ec) acc->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+        if (!ec) acc->bind(ep, ec);
+        if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+        if (ec) {
+            return {ErrorCode::InternalError,
+                    fmt::format("cannot listen on {}:{}: {}", ip, port_, ec.message())};
+        }
+        port_ = acc->local_endpoint().port();  // the same port on every address
+        acceptors_.push_back(std::move(acc));
+    }
+    for (size_t i = 0; i < acceptors_.size(); ++i) {
+        asio::co_spawn(io_, acceptLoop(), asio::detached);
+    }
+    return Status::OK();
+}
+
+void Listener::stop() {
+    if (stopped_.exchange(true)) return;
+    for (auto& acc : acceptors_) {
+        asio::post(io_, [a = acc.get()] {
+            asio::error_code ec;
+            a->close(ec);
+        });
+    }
+    // Sockets are touched only from the io_context, never from the caller's thread.
+    asio::post(io_, [this] {
+        std::lock_guard lk(mu_);
+        for (auto& [id, sock] : sockets_) {
+            asio::error_code ec;
+            sock->shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        }
+    });
+}
+
+size_t Listener::openConnections() const {
+    std::lock_guard lk(mu_);
+    return sockets_.size();
+}
+
+asio::awaitable<void> Listener::acceptLoop() {
+    static std::atomic<size_t> next{0};
+    auto& acc = *acceptors_[next++ % acceptors_.size()];
+    while (!stopped_) {
+        asio::error_code ec;
+        auto sock = co_await acc.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            if (stopped_ || ec == asio::error::operation_aborted) co_return;
+            continue;
+        }
+        sock.set_option(asio::ip::tcp::no_delay(true), ec);
+        uint64_t id = nextId_++;
+        asio::co_spawn(io_, serve(std::move(sock), id), asio::detached);
+    }
+}
+
+asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id) {
+    ConnectionInfo info;
+    info.id = id;
+    asio::error_code ec;
+    auto rep = socket.remote_endpoint(ec);
+    if (!ec) info.remote = fmt::format("{}:{}", rep.address().to_string(), rep.port());
+    auto lep = socket.local_endpoint(ec);
+    if (!ec) info.local = fmt::format("{}:{}", lep.address().to_string(), lep.port());
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) co_return;
+        sockets_[id] = &socket;
+    }
+    log::info("network", 22943, "Connection accepted",
+              fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
+    std::unique_ptr<FrameHandler> handler = factory_(info);
+    uint8_t header[4];
+    while (true) {
+        co_await asio::async_read(socket, asio::buffer(header, 4),
+                                  asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+        int32_t len;
+        std::memcpy(&len, header, 4);
+        if (len < kMinFrame || len > kMaxFrame) {
+            log::warning("network", 22988, "Invalid message length; closing connection",
+                         fmt::format(R"({{"connectionId":{},"length":{}}})", id, len));
+            break;
+        }
+        Frame frame(static_cast<size_t>(len));
+        std::memcpy(frame.data(), header, 4);
+        co_await asio::async_read(socket, asio::buffer(frame.data() + 4, frame.size() - 4),
+                                  asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+        HandlerResult r = co_await handler->onFrame(std::move(frame));
+        if (r.reply) {
+            co_await asio::async_write(socket, asio::buffer(*r.reply),
+                                       asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) break;
+        }
+        if (r.closeConnection) break;
+    }
+    handler.reset();
+    {
+        std::lock_guard lk(mu_);
+        sockets_.erase(id);
+    }
+    socket.close(ec);
+    log::info("network", 22944, "Connection ended",
+              fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
+}
+
+}  // namespace halo::net

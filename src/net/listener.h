@@ -1,0 +1,74 @@
+#pragma once
+// Async TCP listener and connections on standalone Asio (C++20 coroutines).
+// Moves length-prefixed wire frames; knows no commands. Each connection reads a
+// frame, hands it to its FrameHandler, writes back what the handler returns,
+// in order (one request at a time per connection, as the protocol requires).
+#include <asio.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+
+namespace halo::net {
+
+using Frame = std::vector<uint8_t>;
+
+struct ConnectionInfo {
+    uint64_t id = 0;
+    std::string remote;  // "ip:port"
+    std::string local;
+};
+
+struct HandlerResult {
+    std::optional<Frame> reply;  // nothing for moreToCome requests
+    bool closeConnection = false;
+};
+
+/// Per-connection protocol logic. Called from one coroutine at a time.
+class FrameHandler {
+public:
+    virtual ~FrameHandler() = default;
+    /// `frame` is a whole message, header included, already bounded to
+    /// [16, maxMessageSizeBytes]. Must not throw.
+    virtual asio::awaitable<HandlerResult> onFrame(Frame frame) = 0;
+};
+
+using HandlerFactory = std::function<std::unique_ptr<FrameHandler>(const ConnectionInfo&)>;
+
+/// Accepts connections on one address. start() binds (port 0 picks a free
+/// port, read it back with port()); stop() closes the acceptor and every open
+/// connection. Thread-safe: the io_context may be run by several threads.
+class Listener {
+public:
+    Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory);
+    ~Listener();
+    Status start();
+    void stop();
+    uint16_t port() const { return port_; }
+    size_t openConnections() const;
+    uint64_t totalConnections() const { return nextId_.load() - 1; }
+
+private:
+    asio::awaitable<void> acceptLoop();
+    asio::awaitable<void> serve(asio::ip::tcp::socket socket, uint64_t id);
+
+    asio::io_context& io_;
+    std::string bindIp_;
+    uint16_t port_;
+    HandlerFactory factory_;
+    std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
+    std::atomic<uint64_t> nextId_{1};
+    mutable std::mutex mu_;
+    std::unordered_map<uint64_t, asio::ip::tcp::socket*> sockets_;
+    std::atomic<bool> stopped_{false};
+};
+
+}  // namespace halo::net
