@@ -8,7 +8,7 @@ PKGS=(
   libasio-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libssl-dev libsnappy-dev libzstd-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  python3-pymongo
+  python3-pymongo python3-snappy python3-zstandard
 )
 missing=()
 command -v node >/dev/null || missing+=(nodejs npm)

@@ -1,0 +1,123 @@
+// halocline: one executable, subcommands. `halocline store` runs the embedded
+// MongoDB-compatible store.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "common/log.h"
+#include "store/server/store.h"
+
+namespace {
+
+halo::store::Store* g_store = nullptr;
+
+void onSignal(int) {
+    if (g_store) g_store->requestShutdown();
+}
+
+/// Applies a mongod-style YAML config (storage.dbPath, net.port, net.bindIp,
+/// storage.wiredTiger.engineConfig.cacheSizeGB, ...). Flags given on the command
+/// line win over the file.
+bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CLI::App& app, std::string* err) {
+    try {
+        YAML::Node root = YAML::LoadFile(path);
+        auto set = [&](const char* flag, auto& field, YAML::Node n) {
+            if (n && app.count(flag) == 0) field = n.as<std::remove_reference_t<decltype(field)>>();
+        };
+        if (auto storage = root["storage"]) {
+            set("--dbpath", o.dbPath, storage["dbPath"]);
+            if (auto wt = storage["wiredTiger"]) {
+                if (auto ec = wt["engineConfig"]) {
+                    set("--wiredTigerCacheSizeGB", o.cacheSizeGB, ec["cacheSizeGB"]);
+                    set("--directIO", o.directIO, ec["directIO"]);
+                }
+                if (auto cc = wt["collectionConfig"]) set("--wiredTigerCollectionBlockCompressor", o.blockCompressor, cc["blockCompressor"]);
+            }
+        }
+        if (auto net = root["net"]) {
+            set("--port", o.port, net["port"]);
+            set("--bind_ip", o.bindIp, net["bindIp"]);
+        }
+        if (auto sl = root["systemLog"]) {
+            if (sl["destination"] && sl["destination"].as<std::string>() == "file") set("--logpath", o.logPath, sl["path"]);
+            if (sl["verbosity"] && app.count("--verbose") == 0) o.verbose = sl["verbosity"].as<int>() > 0;
+        }
+        if (auto repl = root["replication"]) {
+            set("--replSet", o.replSet, repl["replSetName"]);
+            set("--oplogSize", o.oplogSizeMB, repl["oplogSizeMB"]);
+        }
+        for (auto it = root.begin(); it != root.end(); ++it) {
+            std::string k = it->first.as<std::string>();
+            if (k != "storage" && k != "net" && k != "systemLog" && k != "replication" && k != "processManagement" && k != "setParameter") {
+                *err = "unrecognized config section '" + k + "'";
+                return false;
+            }
+        }
+    } catch (const std::exception& e) {
+        *err = e.what();
+        return false;
+    }
+    return true;
+}
+
+int runStore(halo::store::StoreOptions opts) {
+    halo::log::init(opts.logPath, opts.verbose);
+    halo::store::Store store(opts);
+    g_store = &store;
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGPIPE, SIG_IGN);
+    halo::Status s = store.start();
+    if (!s.isOK()) {
+        halo::log::error("control", 20568, "Error during startup", "{\"error\":" + halo::log::quote(s.toString()) + "}");
+        store.stop();
+        return 1;
+    }
+    store.waitForShutdown();
+    store.stop();
+    g_store = nullptr;
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Halocline: storage tiering for MongoDB"};
+    app.require_subcommand(1);
+
+    halo::store::StoreOptions so;
+    std::string config;
+    auto* store = app.add_subcommand("store", "Run the embedded MongoDB-compatible store (WiredTiger)");
+    store->add_option("--config,-f", config, "mongod-style YAML configuration file");
+    store->add_option("--port", so.port, "TCP port to listen on (0 picks a free port)")->capture_default_str();
+    store->add_option("--bind_ip", so.bindIp, "Comma-separated addresses to listen on")->capture_default_str();
+    store->add_option("--dbpath", so.dbPath, "Directory for data files")->capture_default_str();
+    store->add_option("--wiredTigerCacheSizeGB", so.cacheSizeGB, "WiredTiger cache size in GB")->capture_default_str();
+    store->add_option("--wiredTigerCollectionBlockCompressor", so.blockCompressor, "Block compressor: snappy, zlib or none")
+        ->check(CLI::IsMember({"snappy", "zlib", "none"}))
+        ->capture_default_str();
+    store->add_flag("--directIO", so.directIO, "Use direct I/O for data files (bypass the OS page cache)");
+    store->add_option("--logpath", so.logPath, "Log file (default: stdout)");
+    store->add_flag("--verbose,-v", so.verbose, "Debug logging");
+    store->add_option("--replSet", so.replSet, "Replica set name (single-member replica set)");
+    store->add_option("--oplogSize", so.oplogSizeMB, "Oplog size in MB")->capture_default_str();
+    store->add_option("--cursorTimeoutMillis", so.cursorTimeoutMillis, "Idle cursor timeout")->capture_default_str();
+    store->add_option("--threads", so.threads, "Network threads (0: one per core)")->capture_default_str();
+
+    CLI11_PARSE(app, argc, argv);
+
+    if (store->parsed()) {
+        if (!config.empty()) {
+            std::string err;
+            if (!applyConfig(config, so, *store, &err)) {
+                std::fprintf(stderr, "Error reading config file %s: %s\n", config.c_str(), err.c_str());
+                return 2;
+            }
+        }
+        return runStore(so);
+    }
+    return 0;
+}

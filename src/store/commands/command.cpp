@@ -1,0 +1,100 @@
+#include "store/commands/command.h"
+
+#include <fmt/format.h>
+
+namespace halo::store {
+
+CommandRegistry& CommandRegistry::instance() {
+    static CommandRegistry r;
+    return r;
+}
+
+void CommandRegistry::add(CommandSpec spec) { specs_.push_back(std::move(spec)); }
+
+const CommandSpec* CommandRegistry::find(std::string_view name) const {
+    for (const auto& s : specs_)
+        for (const auto& n : s.names)
+            if (n == name) return &s;
+    return nullptr;
+}
+
+std::vector<std::string> CommandRegistry::names() const {
+    std::vector<std::string> out;
+    for (const auto& s : specs_) out.push_back(s.names.front());
+    return out;
+}
+
+namespace cmdarg {
+
+std::string collectionName(const OperationContext& op) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, op.cmd) || !bson_iter_next(&it)) uasserted(ErrorCode::BadValue, "empty command");
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        uasserted(ErrorCode::InvalidNamespace,
+                  fmt::format("collection name has invalid type {}", bson::typeName(bson_iter_type(&it))));
+    uint32_t len = 0;
+    const char* s = bson_iter_utf8(&it, &len);
+    std::string name(s, len);
+    if (name.empty()) uasserted(ErrorCode::InvalidNamespace, fmt::format("Invalid namespace specified '{}.'", op.db));
+    if (name.find('\0') != std::string::npos || name.front() == '.' || name.find('$') != std::string::npos)
+        uasserted(ErrorCode::InvalidNamespace, fmt::format("Invalid namespace specified '{}.{}'", op.db, name));
+    return name;
+}
+
+bool getBool(const bson_t* cmd, std::string_view field, bool dflt) {
+    bson_iter_t it;
+    if (!bson::find(cmd, field, &it)) return dflt;
+    return bson::isTruthy(*bson_iter_value(&it));
+}
+
+int64_t getInt(const bson_t* cmd, std::string_view field, int64_t dflt, std::string_view cmdName) {
+    bson_iter_t it;
+    if (!bson::find(cmd, field, &it)) return dflt;
+    const bson_value_t* v = bson_iter_value(&it);
+    if (v->value_type == BSON_TYPE_NULL) return dflt;
+    int64_t out = 0;
+    if (!bson::isNumber(v->value_type))
+        uasserted(ErrorCode::TypeMismatch,
+                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected types '[long, int, decimal, double]'",
+                              cmdName, field, bson::typeName(v->value_type)));
+    if (!bson::toInt64Exact(*v, &out)) {
+        out = static_cast<int64_t>(bson::toDouble(*v));
+    }
+    return out;
+}
+
+bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_view cmdName) {
+    bson_iter_t it;
+    if (!bson::find(cmd, field, &it)) return false;
+    if (BSON_ITER_HOLDS_NULL(&it)) return false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        uasserted(ErrorCode::TypeMismatch,
+                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'object'", cmdName,
+                              field, bson::typeName(bson_iter_type(&it))));
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(out, data, len);
+}
+
+void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known) {
+    static constexpr std::string_view kGeneric[] = {
+        "$db", "lsid", "txnNumber", "autocommit", "startTransaction", "$clusterTime", "$readPreference",
+        "readConcern", "writeConcern", "maxTimeMS", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors",
+        "$audit", "$client", "mayBypassWriteBlocking", "$configServerState", "databaseVersion", "shardVersion",
+        "clientOperationKey", "txnRetryCounter", "$queryOptions", "$topologyTime", "$oplogQueryData",
+        "$replData", "$gleStats", "$query", "$orderby", "$hint", "$explain", "$snapshot", "$maxTimeMS"};
+    bson_iter_t it;
+    bson_iter_init(&it, op.cmd);
+    bson_iter_next(&it);  // the command name
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        bool ok = false;
+        for (auto g : kGeneric) ok = ok || g == k;
+        for (auto f : known) ok = ok || f == k;
+        if (!ok) uasserted(ErrorCode::Location40415, fmt::format("BSON field '{}.{}' is an unknown field.", op.name, k));
+    }
+}
+
+}  // namespace cmdarg
+}  // namespace halo::store

@@ -1,0 +1,86 @@
+#pragma once
+// Commands self-register in a table keyed by name (and aliases). A handler
+// reads the command document and appends its reply fields; it may throw
+// DBException, which the dispatcher turns into {ok:0, code, codeName, errmsg}.
+#include <bson/bson.h>
+
+#include <chrono>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bson/doc.h"
+#include "common/status.h"
+
+namespace halo::store {
+
+class Store;
+struct ClientState;
+
+/// A command that wants to wait before answering (awaitable hello, getMore on
+/// an awaitData cursor) fills this instead of replying; the connection waits
+/// without blocking a thread and runs the command again (finalAttempt at the
+/// deadline).
+struct Deferral {
+    bool requested = false;
+    std::chrono::steady_clock::time_point deadline;
+    bool wakeOnOplogCommit = false;
+    uint64_t seenCommitSeq = 0;  // the oplog's commitSeq() when the command looked
+    int64_t cursorId = 0;        // a killCursors on it ends the wait
+};
+
+/// Everything a command sees while it runs on one connection.
+struct OperationContext {
+    Store& store;
+    ClientState& client;
+    std::string db;          // from $db (or the OP_QUERY namespace)
+    const bson_t* cmd;       // the whole command document, sequences merged in
+    std::string_view name;   // the command name as sent
+    Deferral* deferral = nullptr;  // null: the command may not wait
+    bool finalAttempt = true;      // false while a wait is still possible
+};
+
+struct CommandSpec {
+    std::vector<std::string> names;  // first is canonical; the rest are aliases
+    std::function<void(OperationContext&, bson_t* reply)> run;
+    bool adminOnly = false;
+};
+
+/// The process-wide command table. Registration happens during static
+/// initialisation (see HALO_REGISTER_COMMAND); lookups are read-only after.
+class CommandRegistry {
+public:
+    static CommandRegistry& instance();
+    void add(CommandSpec spec);
+    const CommandSpec* find(std::string_view name) const;
+    std::vector<std::string> names() const;
+
+private:
+    std::vector<CommandSpec> specs_;
+};
+
+struct CommandRegistrar {
+    explicit CommandRegistrar(CommandSpec spec) { CommandRegistry::instance().add(std::move(spec)); }
+};
+
+#define HALO_CONCAT_INNER(a, b) a##b
+#define HALO_CONCAT(a, b) HALO_CONCAT_INNER(a, b)
+#define HALO_REGISTER_COMMAND(...) \
+    static ::halo::store::CommandRegistrar HALO_CONCAT(haloCommandRegistrar_, __LINE__)(__VA_ARGS__)
+
+// Helpers for reading command fields with mongod's error codes.
+namespace cmdarg {
+/// The collection named by the command's first field (string), validated.
+std::string collectionName(const OperationContext& op);
+bool getBool(const bson_t* cmd, std::string_view field, bool dflt);
+int64_t getInt(const bson_t* cmd, std::string_view field, int64_t dflt, std::string_view cmdName);
+/// Returns the sub-document at `field`, or nullptr-equivalent when absent.
+bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_view cmdName);
+/// Rejects fields that are neither in `known` nor generic command arguments
+/// ($db, lsid, txnNumber, readConcern, ...) with IDLUnknownField (40415), as mongod does.
+void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known);
+}  // namespace cmdarg
+
+}  // namespace halo::store

@@ -1,0 +1,864 @@
+// Document commands: find, getMore, killCursors, insert, update, delete,
+// findAndModify, count, distinct.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "bson/compare.h"
+#include "store/commands/write_path.h"
+#include "store/aggregate/pipeline.h"
+#include "store/aggregate/vector_source.h"
+#include "store/exec/find_executor.h"
+#include "store/query/matcher.h"
+#include "store/query/projection.h"
+#include "store/query/sort.h"
+#include "store/storage/record_store.h"
+#include "store/update/update_driver.h"
+
+namespace halo::store {
+namespace {
+
+int64_t nowMillis() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string nsOf(const OperationContext& op) {
+    validateDbName(op.db);
+    return op.db + "." + cmdarg::collectionName(op);
+}
+
+bson::Doc subDocOrEmpty(const bson_t* cmd, std::string_view field, std::string_view cmdName) {
+    bson_t sub;
+    if (cmdarg::getDoc(cmd, field, &sub, cmdName)) return bson::Doc::copyOf(&sub);
+    return bson::Doc();
+}
+
+/// The hint field as the planner takes it: a key pattern, or {$hint: name}.
+bson::Doc hintOf(const bson_t* cmd) {
+    bson_iter_t it;
+    bson::Doc out;
+    if (!bson::find(cmd, "hint", &it)) return out;
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        BSON_APPEND_UTF8(out.mut(), "$hint", bson_iter_utf8(&it, nullptr));
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_t sub;
+        bson::subDocument(cmd, "hint", &sub);
+        out = bson::Doc::copyOf(&sub);
+    }
+    return out;
+}
+
+int64_t nonNegative(const bson_t* cmd, std::string_view field, std::string_view cmdName, const char* what) {
+    int64_t v = cmdarg::getInt(cmd, field, 0, cmdName);
+    if (v < 0) uasserted(ErrorCode::Location51024, fmt::format("BSON field '{}' value must be >= 0, actual value '{}'", field, v));
+    (void)what;
+    return v;
+}
+
+// ---------------------------------------------------------------- find
+
+void runFind(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    cmdarg::checkFields(op, {"filter", "sort", "projection", "hint", "skip", "limit", "batchSize", "singleBatch",
+                             "comment", "maxTimeMS", "readConcern", "max", "min", "returnKey", "showRecordId",
+                             "tailable", "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
+                             "collation", "allowDiskUse", "let", "readOnce", "term"});
+    op.store.counters().query++;
+    FindSpec spec;
+    spec.filter = subDocOrEmpty(op.cmd, "filter", "find");
+    spec.sort = subDocOrEmpty(op.cmd, "sort", "find");
+    spec.projection = subDocOrEmpty(op.cmd, "projection", "find");
+    spec.hint = hintOf(op.cmd);
+    spec.skip = nonNegative(op.cmd, "skip", "find", "Skip");
+    spec.limit = nonNegative(op.cmd, "limit", "find", "Limit");
+    int64_t batchSize = nonNegative(op.cmd, "batchSize", "find", "BatchSize");
+    bool hasBatchSize = bson_has_field(op.cmd, "batchSize");
+    bool singleBatch = cmdarg::getBool(op.cmd, "singleBatch", false);
+    if (spec.limit > 0 && (!hasBatchSize || batchSize > spec.limit)) {
+        batchSize = spec.limit;
+        hasBatchSize = true;
+    }
+    CollectionLock lk(op.store.catalog());
+    auto coll = op.store.catalog().lookup(ns);
+    auto exec = std::make_unique<FindExecutor>(coll, std::move(spec));
+    if (!coll) {
+        bson_t cursor, arr;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+        BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+        bson_append_array_end(&cursor, &arr);
+        BSON_APPEND_INT64(&cursor, "id", 0);
+        BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+        bson_append_document_end(reply, &cursor);
+        return;
+    }
+    if (hasBatchSize && batchSize == 0) {
+        // batchSize 0: an empty first batch and a cursor.
+        auto c = std::make_unique<ClientCursor>();
+        c->ns = ns;
+        c->coll = coll;
+        c->stream = std::move(exec);
+        int64_t id = op.store.cursors().add(std::move(c));
+        bson_t cursor, arr;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+        BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+        bson_append_array_end(&cursor, &arr);
+        BSON_APPEND_INT64(&cursor, "id", id);
+        BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+        bson_append_document_end(reply, &cursor);
+        return;
+    }
+    replyWithCursor(op, ns, coll, std::move(exec), hasBatchSize ? batchSize : 0, singleBatch, reply);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"find"}, runFind});
+
+void runGetMore(OperationContext& op, bson_t* reply) {
+    op.store.counters().getmore++;
+    bson_iter_t it;
+    bson_iter_init(&it, op.cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_INT64(&it))
+        uasserted(ErrorCode::TypeMismatch, fmt::format("BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                                                       bson::typeName(bson_iter_type(&it))));
+    int64_t id = bson_iter_int64(&it);
+    if (!bson::find(op.cmd, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
+        uasserted(ErrorCode::Location40414, "BSON field 'getMore.collection' is missing but a required field");
+    std::string ns = op.db + "." + bson_iter_utf8(&it, nullptr);
+    int64_t batchSize = nonNegative(op.cmd, "batchSize", "getMore", "BatchSize");
+    bool inUse = false;
+    auto cursor = op.store.cursors().checkout(id, &inUse);
+    if (!cursor) {
+        if (inUse) uasserted(ErrorCode::OperationFailed, fmt::format("Cursor id {} is already in use", id));
+        uasserted(ErrorCode::CursorNotFound, fmt::format("cursor id {} not found", id));
+    }
+    if (cursor->ns != ns) {
+        std::string cns = cursor->ns;
+        op.store.cursors().checkin(std::move(cursor));
+        uasserted(ErrorCode::Unauthorized,
+                  fmt::format("Requested getMore on namespace '{}', but cursor belongs to a different namespace {}", ns, cns));
+    }
+    bool exhausted = false;
+    bson_t cdoc;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);
+    bool emptyBatch = false;
+    try {
+        CollectionLock lk(op.store.catalog());
+        if (cursor->coll) {
+            auto now = op.store.catalog().lookup(cursor->coll->ns);
+            if (!now || now->uri != cursor->coll->uri)
+                uasserted(ErrorCode::QueryPlanKilled, "collection dropped");
+        }
+        uint64_t commitSeq = op.store.oplog().commitSeq();
+        PooledSession s(op.store.catalog().sessions());
+        Txn txn(*s);
+        bson_t probe = BSON_INITIALIZER;
+        exhausted = fillBatch(*s, *cursor->stream, &probe, "nextBatch", batchSize, false);
+        txn.commit(false);
+        bson_t arr;
+        emptyBatch = bson::subDocument(&probe, "nextBatch", &arr) && bson_count_keys(&arr) == 0;
+        if (emptyBatch && !exhausted && cursor->awaitData && op.deferral && !op.finalAttempt) {
+            // Nothing yet: wait (without a thread) for a commit or maxTimeMS, then run again.
+            int64_t maxTimeMS = cmdarg::getInt(op.cmd, "maxTimeMS", 1000, "getMore");
+            op.deferral->requested = true;
+            op.deferral->wakeOnOplogCommit = true;
+            op.deferral->seenCommitSeq = commitSeq;
+            op.deferral->cursorId = id;
+            op.deferral->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(maxTimeMS);
+            bson_destroy(&probe);
+            bson_append_document_end(reply, &cdoc);
+            op.store.cursors().checkin(std::move(cursor));
+            return;
+        }
+        bson_concat(&cdoc, &probe);
+        bson_destroy(&probe);
+    } catch (...) {
+        op.store.cursors().kill(id);
+        op.store.cursors().checkin(std::move(cursor));
+        throw;
+    }
+    int64_t outId = id;
+    if (exhausted) {
+        op.store.cursors().kill(id);
+        op.store.cursors().checkin(std::move(cursor));
+        outId = 0;
+    } else {
+        op.store.cursors().checkin(std::move(cursor));
+    }
+    BSON_APPEND_INT64(&cdoc, "id", outId);
+    BSON_APPEND_UTF8(&cdoc, "ns", ns.c_str());
+    bson_append_document_end(reply, &cdoc);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"getMore"}, runGetMore});
+
+void runKillCursors(OperationContext& op, bson_t* reply) {
+    nsOf(op);
+    bson_iter_t it;
+    if (!bson::find(op.cmd, "cursors", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+        uasserted(ErrorCode::Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
+    bson_t killed, notFound, alive, unknown;
+    std::vector<int64_t> k, nf;
+    bson_iter_t a;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        if (!BSON_ITER_HOLDS_INT64(&a))
+            uasserted(ErrorCode::TypeMismatch, "BSON field 'killCursors.cursors' elements must be longs");
+        int64_t id = bson_iter_int64(&a);
+        (op.store.cursors().kill(id) ? k : nf).push_back(id);
+    }
+    auto appendIds = [](bson_t* parent, const char* name, const std::vector<int64_t>& ids, bson_t* arr) {
+        BSON_APPEND_ARRAY_BEGIN(parent, name, arr);
+        for (size_t i = 0; i < ids.size(); ++i) {
+            std::string key = std::to_string(i);
+            BSON_APPEND_INT64(arr, key.c_str(), ids[i]);
+        }
+        bson_append_array_end(parent, arr);
+    };
+    appendIds(reply, "cursorsKilled", k, &killed);
+    appendIds(reply, "cursorsNotFound", nf, &notFound);
+    appendIds(reply, "cursorsAlive", {}, &alive);
+    appendIds(reply, "cursorsUnknown", {}, &unknown);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"killCursors"}, runKillCursors});
+
+// ---------------------------------------------------------------- writes
+
+struct WriteError {
+    int32_t index;
+    Status status;
+    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue for duplicate keys
+};
+
+WriteError writeErrorFrom(int32_t index, const DBException& e) {
+    WriteError w{index, e.status(), nullptr};
+    if (auto* dup = dynamic_cast<const rs::DuplicateKeyError*>(&e)) w.info = dup->info();
+    return w;
+}
+
+void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
+    if (errors.empty()) return;
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(reply, "writeErrors", &arr);
+    for (size_t i = 0; i < errors.size(); ++i) {
+        std::string key = std::to_string(i);
+        bson_t e;
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, key.c_str(), &e);
+        BSON_APPEND_INT32(&e, "index", errors[i].index);
+        BSON_APPEND_INT32(&e, "code", errors[i].status.codeNumber());
+        BSON_APPEND_UTF8(&e, "errmsg", errors[i].status.reason().c_str());
+        if (errors[i].info) bson_concat(&e, errors[i].info->get());
+        bson_append_document_end(&arr, &e);
+    }
+    bson_append_array_end(reply, &arr);
+}
+
+/// The document to store: _id first (generated when absent), validated.
+bson::Doc prepareInsert(const bson_t* doc) {
+    if (doc->len > static_cast<uint32_t>(wire::kMaxBsonObjectSize))
+        uasserted(ErrorCode::BSONObjectTooLarge, fmt::format("object to insert too large. size in bytes: {}, max size: {}", doc->len, wire::kMaxBsonObjectSize));
+    bson_iter_t it;
+    bson::Doc out;
+    if (bson::find(doc, "_id", &it)) {
+        bson_type_t t = bson_iter_type(&it);
+        if (t == BSON_TYPE_ARRAY) uasserted(ErrorCode::InvalidIdField, "can't use an array for _id");
+        if (t == BSON_TYPE_REGEX) uasserted(ErrorCode::InvalidIdField, "can't use a regex for _id");
+        if (t == BSON_TYPE_UNDEFINED) uasserted(ErrorCode::InvalidIdField, "can't use a undefined for _id");
+        bson::appendIter(out.mut(), "_id", it);
+    } else {
+        bson_oid_t oid;
+        bson_oid_init(&oid, nullptr);
+        BSON_APPEND_OID(out.mut(), "_id", &oid);
+    }
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "_id") continue;
+        bson::appendIter(out.mut(), k, it);
+    }
+    return out;
+}
+
+void insertOne(Store& store, const std::string& ns, const bson_t* doc) {
+    auto coll = store.catalog().lookup(ns);
+    HALO_INVARIANT(coll != nullptr);
+    bson::Doc prepared = prepareInsert(doc);
+    runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
+        rs::insert(s, *coll, prepared.get());
+        logInsert(log, *coll, prepared.get());
+    });
+    coll->numRecords++;
+    coll->dataSize += prepared.size();
+}
+
+void runInsert(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    cmdarg::checkFields(op, {"documents", "ordered", "bypassDocumentValidation", "comment", "writeConcern"});
+    bson_iter_t it;
+    if (!bson::find(op.cmd, "documents", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+        uasserted(ErrorCode::Location40414, "BSON field 'insert.documents' is missing but a required field");
+    bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    uint32_t count = 0;
+    {
+        bson_t docs;
+        bson::subDocument(op.cmd, "documents", &docs);
+        count = bson_count_keys(&docs);
+    }
+    if (count == 0 || count > static_cast<uint32_t>(wire::kMaxWriteBatchSize))
+        uasserted(ErrorCode::InvalidLength,
+                  fmt::format("Write batch sizes must be between 1 and {}. Got {} operations.", wire::kMaxWriteBatchSize, count));
+    ensureCollection(op.store, ns);
+    CollectionLock lk(op.store.catalog());
+    auto coll = op.store.catalog().lookup(ns);
+    if (!coll) uasserted(ErrorCode::NamespaceNotFound, "collection dropped during insert");
+    std::vector<WriteError> errors;
+    int32_t n = 0, index = 0;
+    bson_iter_t a;
+    bson_iter_recurse(&it, &a);
+    std::vector<bson::Doc> batch;
+    while (bson_iter_next(&a)) {
+        int32_t i = index++;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
+            errors.push_back({i, Status(ErrorCode::TypeMismatch, "documents must be objects"), nullptr});
+            if (ordered) break;
+            continue;
+        }
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&a, &len, &data);
+        bson::View doc(data, len);
+        try {
+            op.store.counters().insert++;
+            insertOne(op.store, ns, doc.get());
+            ++n;
+        } catch (const DBException& e) {
+            errors.push_back(writeErrorFrom(i, e));
+            if (ordered) break;
+        }
+    }
+    BSON_APPEND_INT32(reply, "n", n);
+    appendWriteErrors(reply, errors);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"insert"}, runInsert});
+
+/// One update statement's transformation: operator/replacement updates via the
+/// UpdateDriver, or an aggregation pipeline ($set/$unset/$project/$replaceRoot...).
+class DocUpdater {
+public:
+    DocUpdater(Store& store, const std::string& ns, const bson_t* u, bool pipeline, const bson_t* arrayFilters)
+        : store_(store), ns_(ns) {
+        if (!pipeline) {
+            driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters));
+            return;
+        }
+        if (arrayFilters) uasserted(ErrorCode::FailedToParse, "arrayFilters may not be specified for pipeline-style updates");
+        bson_iter_t it;
+        bson_iter_init(&it, u);
+        while (bson_iter_next(&it)) {
+            bson_iter_t st;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) uasserted(ErrorCode::TypeMismatch, "Each element of the 'pipeline' array must be an object");
+            bson_iter_recurse(&it, &st);
+            if (!bson_iter_next(&st)) uasserted(ErrorCode::Location40323, "A pipeline stage specification object must contain exactly one field.");
+            std::string_view name = bson_iter_key(&st);
+            if (name != "$addFields" && name != "$set" && name != "$project" && name != "$unset" &&
+                name != "$replaceRoot" && name != "$replaceWith")
+                uasserted(ErrorCode::InvalidOptions, fmt::format("{} is not allowed to be used within an update", name));
+        }
+        pipeline_ = bson::Doc::copyOf(u);
+    }
+    bool needsPositional() const { return driver_ && driver_->needsPositional(); }
+    bool isReplacement() const { return driver_ && driver_->isReplacement(); }
+
+    update::UpdateResult apply(Session& s, const bson_t* oldDoc, const update::ApplyOptions& ao) const {
+        if (driver_) return driver_->apply(oldDoc, ao);
+        return runPipeline(s, bson::Doc::copyOf(oldDoc), true);
+    }
+    update::UpdateResult applyUpsert(Session& s, const bson_t* query, const update::ApplyOptions& ao) const {
+        if (driver_) return driver_->applyUpsert(query, ao);
+        return runPipeline(s, update::seedUpsertDocument(query), false);
+    }
+
+private:
+    update::UpdateResult runPipeline(Session& s, bson::Doc input, bool keepId) const {
+        aggregate::PipelineContext ctx;
+        ctx.catalog = &store_.catalog();
+        ctx.db = splitNs(ns_).first;
+        ctx.ns = ns_;
+        ctx.nowMillis = nowMillis();
+        std::vector<bson::Doc> docs;
+        docs.push_back(input.copy());
+        auto p = aggregate::buildPipeline(std::make_unique<aggregate::VectorSource>(std::move(docs)), pipeline_.get(), ctx);
+        auto out = p->next(s);
+        if (!out) uasserted(ErrorCode::InternalError, "update pipeline produced no document");
+        bson_iter_t oldId, newId;
+        bool hadId = bson::find(input.get(), "_id", &oldId);
+        bool hasId = bson::find(out->get(), "_id", &newId);
+        if (keepId && hadId && hasId && bson::compareValues(*bson_iter_value(&oldId), *bson_iter_value(&newId)) != 0)
+            uasserted(ErrorCode::ImmutableField,
+                      fmt::format("After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
+                                  bson::valueToString(*bson_iter_value(&newId))));
+        // _id first, restored from the input when the pipeline dropped it.
+        bson::Doc shaped;
+        if (hasId) bson::appendIter(shaped.mut(), "_id", newId);
+        else if (hadId) bson::appendIter(shaped.mut(), "_id", oldId);
+        bson_iter_t it;
+        bson_iter_init(&it, out->get());
+        while (bson_iter_next(&it))
+            if (std::string_view(bson_iter_key(&it)) != "_id") bson::appendIter(shaped.mut(), bson_iter_key(&it), it);
+        update::UpdateResult r;
+        r.modified = shaped.size() != input.size() || std::memcmp(shaped.data(), input.data(), input.size()) != 0;
+        r.newDoc = std::move(shaped);
+        return r;
+    }
+
+    Store& store_;
+    std::string ns_;
+    std::unique_ptr<update::UpdateDriver> driver_;
+    bson::Doc pipeline_;
+};
+
+struct UpdateOutcome {
+    int64_t n = 0;
+    int64_t nModified = 0;
+    std::optional<bson::Doc> upsertedId;  // {_id: value}
+    std::optional<bson::Doc> before, after;  // for findAndModify
+};
+
+/// Applies one update statement. `sort` picks the first document (findAndModify).
+UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, const bson_t* u, bool pipelineUpdate,
+                         const bson_t* arrayFilters, bool multi, bool upsert, const bson_t* sort,
+                         const bson_t* hint, bool wantDocs) {
+    auto driver = std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters);
+    auto matcher = uassertStatusOK(query::Matcher::parse(q));
+    UpdateOutcome out;
+    Catalog& catalog = store.catalog();
+    return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
+        out = UpdateOutcome{};
+        auto coll = catalog.lookup(ns);
+        if (coll) {
+            FindSpec spec;
+            spec.filter = bson::Doc::copyOf(q);
+            if (sort) spec.sort = bson::Doc::copyOf(sort);
+            if (hint) spec.hint = bson::Doc::copyOf(hint);
+            if (!multi) spec.limit = 1;
+            std::vector<std::pair<int64_t, bson::Doc>> targets;
+            if (sort && bson_count_keys(sort) > 0) {
+                FindExecutor exec(coll, std::move(spec));
+                // Sorting loses record ids; re-find by _id.
+                auto d = exec.next(s);
+                if (d) {
+                    bson_iter_t idIt;
+                    if (bson::find(d->get(), "_id", &idIt)) {
+                        auto rid = rs::findById(s, *coll, *bson_iter_value(&idIt));
+                        if (rid) targets.emplace_back(*rid, std::move(*d));
+                    }
+                }
+            } else {
+                QueryPlan plan = planQuery(*coll, q, nullptr, hint);
+                ScanStage scan(coll, std::move(plan), std::shared_ptr<const query::Matcher>(matcher.get(), [](const query::Matcher*) {}));
+                int64_t rid;
+                while (auto d = scan.next(s, &rid)) {
+                    targets.emplace_back(rid, std::move(*d));
+                    if (!multi) break;
+                }
+            }
+            for (auto& [rid, doc] : targets) {
+                ++out.n;
+                update::ApplyOptions ao;
+                ao.nowMillis = nowMillis();
+                query::MatchDetails details;
+                if (driver->needsPositional()) {
+                    matcher->matches(doc.get(), &details);
+                    ao.positionalIndex = details.elemMatchKey;
+                }
+                update::UpdateResult r = driver->apply(s, doc.get(), ao);
+                if (wantDocs) out.before = doc.copy();
+                if (r.modified) {
+                    rs::update(s, *coll, rid, doc.get(), r.newDoc.get());
+                    logUpdate(log, *coll, doc.get(), r.newDoc.get(), driver->isReplacement());
+                    coll->dataSize += static_cast<int64_t>(r.newDoc.size()) - static_cast<int64_t>(doc.size());
+                    ++out.nModified;
+                }
+                if (wantDocs) out.after = std::move(r.newDoc);
+            }
+        }
+        if (out.n == 0 && upsert) {
+            if (!coll) uasserted(ErrorCode::NamespaceNotFound, "collection vanished");
+            update::ApplyOptions ao;
+            ao.nowMillis = nowMillis();
+            ao.isUpsertInsert = true;
+            update::UpdateResult r = driver->applyUpsert(s, q, ao);
+            bson::Doc prepared = prepareInsert(r.newDoc.get());
+            rs::insert(s, *coll, prepared.get());
+            logInsert(log, *coll, prepared.get());
+            coll->numRecords++;
+            coll->dataSize += prepared.size();
+            bson_iter_t idIt;
+            bson::find(prepared.get(), "_id", &idIt);
+            bson::Doc idDoc;
+            bson::appendIter(idDoc.mut(), "_id", idIt);
+            out.upsertedId = std::move(idDoc);
+            if (wantDocs) out.after = std::move(prepared);
+        }
+        return std::move(out);
+    });
+}
+
+void runUpdate(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    cmdarg::checkFields(op, {"updates", "ordered", "bypassDocumentValidation", "comment", "writeConcern", "let"});
+    bson_iter_t it;
+    if (!bson::find(op.cmd, "updates", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+        uasserted(ErrorCode::Location40414, "BSON field 'update.updates' is missing but a required field");
+    bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    std::vector<WriteError> errors;
+    int64_t n = 0, nModified = 0;
+    int32_t index = 0;
+    bson_t upserted;
+    bool anyUpsert = false;
+    bson::Doc upsertedArr;
+    bson_iter_t a;
+    bson_iter_recurse(&it, &a);
+    int upsertCount = 0;
+    while (bson_iter_next(&a)) {
+        int32_t i = index++;
+        try {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a)) uasserted(ErrorCode::TypeMismatch, "updates must be objects");
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&a, &len, &data);
+            bson::View stmt(data, len);
+            bson_t q, u, af;
+            bson_iter_t f;
+            if (!bson::subDocument(stmt.get(), "q", &q))
+                uasserted(ErrorCode::Location40414, "BSON field 'update.updates.q' is missing but a required field");
+            if (!bson::find(stmt.get(), "u", &f))
+                uasserted(ErrorCode::Location40414, "BSON field 'update.updates.u' is missing but a required field");
+            bool pipelineUpdate = BSON_ITER_HOLDS_ARRAY(&f);
+            if (!BSON_ITER_HOLDS_DOCUMENT(&f) && !pipelineUpdate) uasserted(ErrorCode::FailedToParse, "Update argument must be either an object or an array");
+            bson::subDocument(stmt.get(), "u", &u);
+            bool haveAf = bson::find(stmt.get(), "arrayFilters", &f) && BSON_ITER_HOLDS_ARRAY(&f) && bson::subDocument(stmt.get(), "arrayFilters", &af);
+            bool multi = cmdarg::getBool(stmt.get(), "multi", false);
+            bool upsert = cmdarg::getBool(stmt.get(), "upsert", false);
+            bson::Doc hint = hintOf(stmt.get());
+            op.store.counters().update++;
+            if (upsert) ensureCollection(op.store, ns);
+            CollectionLock lk(op.store.catalog());
+            auto o = updateDocs(op.store, ns, &q, &u, pipelineUpdate, haveAf ? &af : nullptr, multi, upsert, nullptr,
+                                hint.empty() ? nullptr : hint.get(), false);
+            n += o.n;
+            nModified += o.nModified;
+            if (o.upsertedId) {
+                ++n;
+                bson_t e;
+                std::string key = std::to_string(upsertCount++);
+                BSON_APPEND_DOCUMENT_BEGIN(upsertedArr.mut(), key.c_str(), &e);
+                BSON_APPEND_INT32(&e, "index", i);
+                bson_iter_t idIt;
+                bson::find(o.upsertedId->get(), "_id", &idIt);
+                bson::appendIter(&e, "_id", idIt);
+                bson_append_document_end(upsertedArr.mut(), &e);
+                anyUpsert = true;
+            }
+        } catch (const DBException& e) {
+            errors.push_back(writeErrorFrom(i, e));
+            if (ordered) break;
+        }
+    }
+    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
+    BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(nModified));
+    if (anyUpsert) {
+        bson_append_array(reply, "upserted", -1, upsertedArr.get());
+    }
+    (void)upserted;
+    appendWriteErrors(reply, errors);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"update"}, runUpdate});
+
+/// Deletes matching documents (limit 1 stops at the first); returns the count.
+int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool justOne, const bson_t* sort,
+                   const bson_t* hint, std::optional<bson::Doc>* removed) {
+    auto matcher = std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q)));
+    Catalog& catalog = store.catalog();
+    return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) -> int64_t {
+        auto coll = catalog.lookup(ns);
+        if (!coll) return 0;
+        std::vector<std::pair<int64_t, bson::Doc>> targets;
+        if (sort && bson_count_keys(sort) > 0) {
+            FindSpec spec;
+            spec.filter = bson::Doc::copyOf(q);
+            spec.sort = bson::Doc::copyOf(sort);
+            spec.limit = 1;
+            FindExecutor exec(coll, std::move(spec));
+            if (auto d = exec.next(s)) {
+                bson_iter_t idIt;
+                if (bson::find(d->get(), "_id", &idIt))
+                    if (auto rid = rs::findById(s, *coll, *bson_iter_value(&idIt))) targets.emplace_back(*rid, std::move(*d));
+            }
+        } else {
+            ScanStage scan(coll, planQuery(*coll, q, nullptr, hint), matcher);
+            int64_t rid;
+            while (auto d = scan.next(s, &rid)) {
+                targets.emplace_back(rid, std::move(*d));
+                if (justOne) break;
+            }
+        }
+        for (auto& [rid, doc] : targets) {
+            rs::remove(s, *coll, rid, doc.get());
+            logDelete(log, *coll, doc.get());
+            coll->numRecords--;
+            coll->dataSize -= doc.size();
+        }
+        if (removed && !targets.empty()) *removed = std::move(targets.front().second);
+        return static_cast<int64_t>(targets.size());
+    });
+}
+
+void runDelete(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    cmdarg::checkFields(op, {"deletes", "ordered", "comment", "writeConcern", "let"});
+    bson_iter_t it;
+    if (!bson::find(op.cmd, "deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+        uasserted(ErrorCode::Location40414, "BSON field 'delete.deletes' is missing but a required field");
+    bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    std::vector<WriteError> errors;
+    int64_t n = 0;
+    int32_t index = 0;
+    bson_iter_t a;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        int32_t i = index++;
+        try {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a)) uasserted(ErrorCode::TypeMismatch, "deletes must be objects");
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&a, &len, &data);
+            bson::View stmt(data, len);
+            bson_t q;
+            if (!bson::subDocument(stmt.get(), "q", &q))
+                uasserted(ErrorCode::Location40414, "BSON field 'delete.deletes.q' is missing but a required field");
+            bson_iter_t f;
+            if (!bson::find(stmt.get(), "limit", &f))
+                uasserted(ErrorCode::Location40414, "BSON field 'delete.deletes.limit' is missing but a required field");
+            int64_t limit = cmdarg::getInt(stmt.get(), "limit", 0, "delete.deletes");
+            if (limit != 0 && limit != 1) uasserted(ErrorCode::FailedToParse, "The limit field in delete objects must be 0 or 1. Got " + std::to_string(limit));
+            bson::Doc hint = hintOf(stmt.get());
+            op.store.counters().del++;
+            CollectionLock lk(op.store.catalog());
+            n += deleteDocs(op.store, ns, &q, limit == 1, nullptr, hint.empty() ? nullptr : hint.get(), nullptr);
+        } catch (const DBException& e) {
+            errors.push_back(writeErrorFrom(i, e));
+            if (ordered) break;
+        }
+    }
+    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
+    appendWriteErrors(reply, errors);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"delete"}, runDelete});
+
+void runFindAndModify(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    bson_t q = BSON_INITIALIZER, sort, update, fields, af;
+    bson::Doc empty;
+    bson_t qv;
+    const bson_t* query = cmdarg::getDoc(op.cmd, "query", &qv, "findAndModify") ? &qv : empty.get();
+    bool haveSort = cmdarg::getDoc(op.cmd, "sort", &sort, "findAndModify");
+    bool remove = cmdarg::getBool(op.cmd, "remove", false);
+    bool returnNew = cmdarg::getBool(op.cmd, "new", false);
+    bool upsert = cmdarg::getBool(op.cmd, "upsert", false);
+    bool haveFields = cmdarg::getDoc(op.cmd, "fields", &fields, "findAndModify");
+    bson_iter_t it;
+    bool haveUpdate = bson::find(op.cmd, "update", &it);
+    bool pipelineUpdate = haveUpdate && BSON_ITER_HOLDS_ARRAY(&it);
+    if (haveUpdate && !BSON_ITER_HOLDS_DOCUMENT(&it) && !pipelineUpdate)
+        uasserted(ErrorCode::FailedToParse, "Update argument must be either an object or an array");
+    if (haveUpdate) bson::subDocument(op.cmd, "update", &update);
+    bool haveAf = bson::find(op.cmd, "arrayFilters", &it) && bson::subDocument(op.cmd, "arrayFilters", &af);
+    if (remove && haveUpdate) uasserted(ErrorCode::FailedToParse, "Cannot specify both an update and remove=true");
+    if (!remove && !haveUpdate) uasserted(ErrorCode::FailedToParse, "Either an update or remove=true must be specified");
+    if (remove && upsert) uasserted(ErrorCode::FailedToParse, "Cannot specify both upsert=true and remove=true ");
+    if (remove && returnNew) uasserted(ErrorCode::FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+    bson::Doc hint = hintOf(op.cmd);
+    std::optional<bson::Doc> value;
+    bson_t leo;
+    std::unique_ptr<query::Projection> proj;
+    if (haveFields && bson_count_keys(&fields) > 0)
+        proj = std::make_unique<query::Projection>(uassertStatusOK(query::Projection::parse(&fields, nullptr)));
+    if (remove) {
+        op.store.counters().del++;
+        CollectionLock lk(op.store.catalog());
+        int64_t n = deleteDocs(op.store, ns, query, true, haveSort ? &sort : nullptr,
+                               hint.empty() ? nullptr : hint.get(), &value);
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
+        BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(n));
+        bson_append_document_end(reply, &leo);
+    } else {
+        op.store.counters().update++;
+        if (upsert) ensureCollection(op.store, ns);
+        CollectionLock lk(op.store.catalog());
+        auto o = updateDocs(op.store, ns, query, &update, pipelineUpdate, haveAf ? &af : nullptr, false, upsert,
+                            haveSort ? &sort : nullptr, hint.empty() ? nullptr : hint.get(), true);
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
+        BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(o.n + (o.upsertedId ? 1 : 0)));
+        BSON_APPEND_BOOL(&leo, "updatedExisting", o.n > 0);
+        if (o.upsertedId) {
+            bson_iter_t idIt;
+            bson::find(o.upsertedId->get(), "_id", &idIt);
+            bson::appendIter(&leo, "upserted", idIt);
+        }
+        bson_append_document_end(reply, &leo);
+        if (returnNew) value = std::move(o.after);
+        else if (o.n > 0) value = std::move(o.before);
+    }
+    if (value) {
+        if (proj) {
+            bson::Doc shaped = proj->apply(value->get(), nullptr);
+            BSON_APPEND_DOCUMENT(reply, "value", shaped.get());
+        } else {
+            BSON_APPEND_DOCUMENT(reply, "value", value->get());
+        }
+    } else {
+        BSON_APPEND_NULL(reply, "value");
+    }
+    bson_destroy(&q);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"findAndModify", "findandmodify"}, runFindAndModify});
+
+// ---------------------------------------------------------------- count / distinct
+
+void runCount(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    bson_t qv;
+    bson::Doc query;
+    if (cmdarg::getDoc(op.cmd, "query", &qv, "count")) query = bson::Doc::copyOf(&qv);
+    int64_t skip = nonNegative(op.cmd, "skip", "count", "skip");
+    int64_t limit = cmdarg::getInt(op.cmd, "limit", 0, "count");
+    if (limit < 0) limit = -limit;
+    CollectionLock lk(op.store.catalog());
+    auto coll = op.store.catalog().lookup(ns);
+    int64_t n = 0;
+    if (coll) {
+        if (query.empty() && !bson_has_field(op.cmd, "hint")) {
+            n = std::max<int64_t>(0, coll->numRecords.load() - skip);
+            if (limit > 0) n = std::min(n, limit);
+        } else {
+            FindSpec spec;
+            spec.filter = std::move(query);
+            spec.hint = hintOf(op.cmd);
+            spec.skip = skip;
+            spec.limit = limit;
+            FindExecutor exec(coll, std::move(spec));
+            PooledSession s(op.store.catalog().sessions());
+            Txn txn(*s);
+            while (exec.next(*s)) ++n;
+        }
+    }
+    if (n <= INT32_MAX) BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
+    else BSON_APPEND_INT64(reply, "n", n);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"count"}, runCount});
+
+/// Every value at a dotted path, arrays unwound one level (as distinct does).
+void valuesAtPath(const bson_t* doc, std::string_view path, std::vector<bson_value_t>* out) {
+    auto dot = path.find('.');
+    std::string head(path.substr(0, dot));
+    bson_iter_t it;
+    if (!bson::find(doc, head, &it)) return;
+    if (dot == std::string_view::npos) {
+        if (BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t a;
+            bson_iter_recurse(&it, &a);
+            while (bson_iter_next(&a)) out->push_back(*bson_iter_value(&a));
+        } else {
+            out->push_back(*bson_iter_value(&it));
+        }
+        return;
+    }
+    std::string_view rest = path.substr(dot + 1);
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_t sub;
+        bson::subDocument(doc, head, &sub);
+        valuesAtPath(&sub, rest, out);
+    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t a;
+        bson_iter_recurse(&it, &a);
+        while (bson_iter_next(&a)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a)) continue;
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&a, &len, &data);
+            bson_t sub;
+            bson_init_static(&sub, data, len);
+            valuesAtPath(&sub, rest, out);
+        }
+    }
+}
+
+void runDistinct(OperationContext& op, bson_t* reply) {
+    std::string ns = nsOf(op);
+    bson_iter_t it;
+    if (!bson::find(op.cmd, "key", &it))
+        uasserted(ErrorCode::Location40414, "BSON field 'distinct.key' is missing but a required field");
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        uasserted(ErrorCode::TypeMismatch, fmt::format("BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
+                                                       bson::typeName(bson_iter_type(&it))));
+    std::string key = bson_iter_utf8(&it, nullptr);
+    bson_t qv;
+    bson::Doc query;
+    if (cmdarg::getDoc(op.cmd, "query", &qv, "distinct")) query = bson::Doc::copyOf(&qv);
+    CollectionLock lk(op.store.catalog());
+    auto coll = op.store.catalog().lookup(ns);
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(reply, "values", &arr);
+    if (coll) {
+        FindSpec spec;
+        spec.filter = std::move(query);
+        spec.hint = hintOf(op.cmd);
+        FindExecutor exec(coll, std::move(spec));
+        PooledSession s(op.store.catalog().sessions());
+        Txn txn(*s);
+        std::vector<bson::Doc> holders;
+        std::vector<bson_value_t> distinct;
+        size_t bytes = 0;
+        while (auto d = exec.next(*s)) {
+            std::vector<bson_value_t> vals;
+            valuesAtPath(d->get(), key, &vals);
+            bool keep = false;
+            for (const auto& v : vals) {
+                bool seen = false;
+                for (const auto& x : distinct)
+                    if (bson::compareValues(x, v) == 0) {
+                        seen = true;
+                        break;
+                    }
+                if (!seen) {
+                    distinct.push_back(v);
+                    keep = true;
+                }
+            }
+            if (keep) {
+                bytes += d->size();
+                holders.push_back(std::move(*d));
+            }
+            if (bytes > static_cast<size_t>(wire::kMaxBsonObjectSize))
+                uasserted(ErrorCode::BSONObjectTooLarge, "distinct too big, 16mb cap");
+        }
+        for (size_t i = 0; i < distinct.size(); ++i) {
+            std::string k = std::to_string(i);
+            bson::appendValue(&arr, k, distinct[i]);
+        }
+    }
+    bson_append_array_end(reply, &arr);
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"distinct"}, runDistinct});
+
+}  // namespace
+}  // namespace halo::store

@@ -1,0 +1,165 @@
+#include "store/commands/write_path.h"
+
+#include <fmt/format.h>
+
+#include "store/repl/doc_diff.h"
+
+namespace halo::store {
+
+namespace {
+bson::Doc idOnly(const bson_t* doc) {
+    bson::Doc key;
+    bson_iter_t it;
+    if (bson::find(doc, "_id", &it)) bson::appendIter(key.mut(), "_id", it);
+    return key;
+}
+bool recordsImages(const CollectionEntry& c) {
+    bson_t opt;
+    bson_iter_t it;
+    return bson::subDocument(c.options.get(), "changeStreamPreAndPostImages", &opt) && bson::find(&opt, "enabled", &it) &&
+           bson::isTruthy(*bson_iter_value(&it));
+}
+}  // namespace
+
+void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
+    OplogEntry e;
+    e.op = 'i';
+    e.ns = c.ns;
+    e.uuid = c.uuid;
+    e.o = bson::Doc::copyOf(doc);
+    e.o2 = idOnly(doc);
+    u.append(std::move(e));
+}
+
+void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, const bson_t* after, bool replacement) {
+    OplogEntry e;
+    e.op = 'u';
+    e.ns = c.ns;
+    e.uuid = c.uuid;
+    if (replacement) {
+        e.o = bson::Doc::copyOf(after);
+    } else {
+        BSON_APPEND_INT32(e.o.mut(), "$v", 2);
+        bson::Doc diff = diffDocuments(before, after);
+        BSON_APPEND_DOCUMENT(e.o.mut(), "diff", diff.get());
+    }
+    e.o2 = idOnly(after);
+    if (recordsImages(c)) {
+        e.postImage = bson::Doc::copyOf(after);
+        e.preImage = bson::Doc::copyOf(before);
+    }
+    u.append(std::move(e));
+}
+
+void logDelete(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
+    OplogEntry e;
+    e.op = 'd';
+    e.ns = c.ns;
+    e.uuid = c.uuid;
+    e.o = idOnly(doc);
+    if (recordsImages(c)) e.preImage = bson::Doc::copyOf(doc);
+    u.append(std::move(e));
+}
+
+void logCommand(Store& store, const std::string& db, const bson_t* o, const uint8_t* uuid) {
+    runWriteTxn(store, [&](Session&, Oplog::Unit& u) {
+        OplogEntry e;
+        e.op = 'c';
+        e.ns = db + ".$cmd";
+        e.uuid = uuid;
+        e.o = bson::Doc::copyOf(o);
+        u.append(std::move(e));
+    });
+}
+
+void validateDbName(std::string_view db) {
+    if (db.empty() || db.size() >= 64 || db.find_first_of("/\\. \"$") != std::string_view::npos ||
+        db.find('\0') != std::string_view::npos)
+        uasserted(ErrorCode::InvalidNamespace, fmt::format("Invalid database name: '{}'", db));
+}
+
+void ensureCollection(Store& store, const std::string& ns) {
+    Catalog& catalog = store.catalog();
+    {
+        std::shared_lock lk(catalog.ddlLock());
+        if (catalog.lookup(ns)) return;
+    }
+    std::unique_lock lk(catalog.ddlLock());
+    if (catalog.lookup(ns)) return;
+    auto coll = catalog.getOrCreate(ns);
+    logCreate(store, *coll);
+}
+
+void logCreate(Store& store, const CollectionEntry& c) {
+    bson::Doc o;
+    BSON_APPEND_UTF8(o.mut(), "create", c.name.c_str());
+    bson_iter_t it;
+    bson_iter_init(&it, c.options.get());
+    while (bson_iter_next(&it)) bson::appendIter(o.mut(), bson_iter_key(&it), it);
+    logCommand(store, c.db, o.get(), c.uuid);
+}
+
+bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arrayName, int64_t batchSize,
+               bool firstBatch) {
+    constexpr size_t kMaxBatchBytes = 16 * 1024 * 1024;
+    bson_t arr;
+    bson_append_array_begin(cursorDoc, arrayName, -1, &arr);
+    size_t bytes = 0;
+    int64_t n = 0;
+    bool exhausted = false;
+    char keybuf[16];
+    int64_t limit = batchSize > 0 ? batchSize : (firstBatch ? 101 : 0);
+    if (firstBatch && batchSize == 0 && limit == 101) limit = 101;
+    while (true) {
+        if (limit > 0 && n >= limit) break;
+        if (bytes >= kMaxBatchBytes) break;
+        auto d = stream.next(s);
+        if (!d) {
+            exhausted = true;
+            break;
+        }
+        const char* key;
+        bson_uint32_to_string(static_cast<uint32_t>(n), &key, keybuf, sizeof keybuf);
+        bson_append_document(&arr, key, -1, d->get());
+        bytes += d->size();
+        ++n;
+    }
+    bson_append_array_end(cursorDoc, &arr);
+    if (!exhausted && stream.atEnd()) exhausted = true;
+    stream.saveState();
+    if (auto token = stream.postBatchResumeToken()) BSON_APPEND_DOCUMENT(cursorDoc, "postBatchResumeToken", token->get());
+    if (stream.isTailable()) return stream.isExhausted();
+    return exhausted;
+}
+
+void replyWithCursor(OperationContext& op, const std::string& ns, std::shared_ptr<const CollectionEntry> coll,
+                     std::unique_ptr<DocStream> stream, int64_t batchSize, bool singleBatch, bson_t* reply,
+                     bool tailable, bool awaitData) {
+    bson_t cursor;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+    bool exhausted;
+    {
+        PooledSession s(op.store.catalog().sessions());
+        Txn txn(*s);
+        exhausted = fillBatch(*s, *stream, &cursor, "firstBatch", batchSize, true);
+        txn.commit(false);
+    }
+    int64_t id = 0;
+    tailable = tailable || stream->isTailable();
+    awaitData = awaitData || stream->isTailable();
+    if (!exhausted && !singleBatch) {
+        auto c = std::make_unique<ClientCursor>();
+        c->ns = ns;
+        c->coll = std::move(coll);
+        c->stream = std::move(stream);
+        c->tailable = tailable;
+        c->awaitData = awaitData;
+        c->batchSize = batchSize;
+        id = op.store.cursors().add(std::move(c));
+    }
+    BSON_APPEND_INT64(&cursor, "id", id);
+    BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+    bson_append_document_end(reply, &cursor);
+}
+
+}  // namespace halo::store

@@ -1,0 +1,78 @@
+#pragma once
+// Shared plumbing for commands that touch collections: the DDL lock dance
+// for implicit creation, a retrying write transaction, and cursor batches.
+#include <shared_mutex>
+
+#include "store/commands/command.h"
+#include "store/exec/cursor_manager.h"
+#include "store/repl/oplog.h"
+#include "store/server/store.h"
+#include "store/storage/catalog.h"
+#include "store/storage/engine.h"
+
+namespace halo::store {
+
+/// Holds the catalog's DDL lock shared for the duration of a data operation.
+class CollectionLock {
+public:
+    explicit CollectionLock(Catalog& c) : lk_(c.ddlLock()) {}
+
+private:
+    std::shared_lock<std::shared_mutex> lk_;
+};
+
+/// Makes sure `ns` exists (creating it under the exclusive DDL lock, as an
+/// implicit create by the first write does), without holding any lock after.
+void ensureCollection(Store& store, const std::string& ns);
+
+/// Runs `fn(session, oplogUnit)` in a storage transaction, retrying on
+/// WriteConflict as mongod does for single-document writes; the data change
+/// and its oplog entries commit together, durably, before this returns.
+template <typename Fn>
+auto runWriteTxn(Store& store, Fn&& fn) {
+    PooledSession s(store.catalog().sessions());
+    for (int attempt = 0;; ++attempt) {
+        try {
+            Txn txn(*s);
+            Oplog::Unit unit(store.oplog(), *s);
+            if constexpr (std::is_void_v<decltype(fn(*s, unit))>) {
+                fn(*s, unit);
+                txn.commit(true);
+                unit.committed();
+                return;
+            } else {
+                auto r = fn(*s, unit);
+                txn.commit(true);
+                unit.committed();
+                return r;
+            }
+        } catch (const WriteConflictException&) {
+            if (attempt > 10000) throw;
+            std::this_thread::yield();
+        }
+    }
+}
+
+/// Oplog helpers for the CRUD write path.
+void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc);
+void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, const bson_t* after, bool replacement);
+void logDelete(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc);
+/// A DDL entry ({create|drop|renameCollection|dropDatabase|createIndexes|dropIndexes...}) in its own txn.
+void logCreate(Store& store, const CollectionEntry& c);
+void logCommand(Store& store, const std::string& db, const bson_t* o, const uint8_t* uuid = nullptr);
+
+/// Validates a namespace's database name (InvalidNamespace 73).
+void validateDbName(std::string_view db);
+
+/// Fills `arrayName` ("firstBatch"/"nextBatch") from the stream: up to
+/// batchSize documents (0: no count limit) and about 16 MB. Returns true when
+/// the stream is exhausted.
+bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arrayName,
+               int64_t batchSize, bool firstBatch);
+
+/// Registers a cursor if the stream has more, and appends the {cursor: {...}} reply.
+void replyWithCursor(OperationContext& op, const std::string& ns, std::shared_ptr<const CollectionEntry> coll,
+                     std::unique_ptr<DocStream> stream, int64_t batchSize, bool singleBatch, bson_t* reply,
+                     bool tailable = false, bool awaitData = false);
+
+}  // namespace halo::store

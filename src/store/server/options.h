@@ -1,0 +1,24 @@
+#pragma once
+// Start-up options of the embedded store, from flags and/or a mongod-style
+// YAML config file (storage.dbPath, net.port, net.bindIp, ...).
+#include <cstdint>
+#include <string>
+
+namespace halo::store {
+
+struct StoreOptions {
+    std::string dbPath = "./data/db";
+    std::string bindIp = "127.0.0.1";
+    uint16_t port = 27017;
+    double cacheSizeGB = 0.25;
+    std::string blockCompressor = "snappy";  // snappy | zlib | none
+    bool directIO = false;
+    std::string logPath;  // empty: stdout
+    bool verbose = false;
+    std::string replSet;              // empty: standalone
+    int64_t oplogSizeMB = 1024;
+    int cursorTimeoutMillis = 10 * 60 * 1000;
+    int threads = 0;  // 0: hardware concurrency
+};
+
+}  // namespace halo::store

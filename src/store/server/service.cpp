@@ -1,0 +1,146 @@
+#include "store/server/service.h"
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "store/exec/cursor_manager.h"
+#include "store/repl/oplog.h"
+
+namespace halo::store {
+
+ServiceConnection::ServiceConnection(Store& store, const net::ConnectionInfo& info) : store_(store) {
+    client_.connectionId = info.id;
+    client_.remote = info.remote;
+    client_.local = info.local;
+}
+
+asio::awaitable<net::HandlerResult> ServiceConnection::onFrame(net::Frame frame) {
+    // A command may ask to wait (awaitable hello, awaitData getMore): wait on a
+    // timer, which an oplog commit cancels early when asked, then run it again.
+    Deferral deferral;
+    auto r = handle(frame, &deferral, false);
+    const auto deadline = deferral.deadline;  // the first request's deadline bounds the whole wait
+    while (deferral.requested) {
+        auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+        timer->expires_at(deadline);
+        bool wait = true;
+        if (deferral.cursorId) store_.cursors().wakeOnKill(deferral.cursorId, timer);
+        if (deferral.wakeOnOplogCommit) {
+            store_.oplog().wakeOnNextCommit(timer);
+            wait = store_.oplog().commitSeq() == deferral.seenCommitSeq;
+        }
+        if (wait) {
+            asio::error_code ec;
+            co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+        bool final = std::chrono::steady_clock::now() >= deadline;
+        deferral = Deferral{};
+        r = handle(frame, &deferral, final);
+    }
+    co_return r;
+}
+
+net::Frame ServiceConnection::maybeCompress(net::Frame frame, std::optional<wire::Compressor> c) {
+    if (!c) return frame;
+    auto sw = wire::compress(frame, *c);
+    if (!sw.isOK()) return frame;
+    return std::move(sw.getValue());
+}
+
+net::HandlerResult ServiceConnection::handle(std::span<const uint8_t> frame, Deferral* deferral, bool finalAttempt) {
+    auto hsw = wire::parseHeader(frame);
+    if (!hsw.isOK() || static_cast<size_t>(hsw.getValue().messageLength) != frame.size()) {
+        return {std::nullopt, true};
+    }
+    wire::Header h = hsw.getValue();
+    std::optional<wire::Compressor> replyCompressor;
+    std::vector<uint8_t> inflated;
+    if (h.opCode == static_cast<int32_t>(wire::OpCode::Compressed)) {
+        auto dsw = wire::decompress(h, frame.subspan(wire::kHeaderSize));
+        if (!dsw.isOK()) {
+            log::warning("network", 22989, "Invalid compressed message; closing connection",
+                         fmt::format(R"({{"error":{}}})", log::quote(dsw.getStatus().reason())));
+            return {std::nullopt, true};
+        }
+        inflated = std::move(dsw.getValue());
+        replyCompressor = static_cast<wire::Compressor>(frame[wire::kHeaderSize + 8]);
+        if (*replyCompressor == wire::Compressor::Noop) replyCompressor.reset();
+        frame = inflated;
+        h = wire::parseHeader(frame).getValue();
+    }
+    switch (static_cast<wire::OpCode>(h.opCode)) {
+        case wire::OpCode::Msg: return handleMsg(frame, h, replyCompressor, deferral, finalAttempt);
+        case wire::OpCode::Query: return handleQuery(frame, h, replyCompressor);
+        default:
+            log::warning("network", 22990, "Unsupported opcode; closing connection",
+                         fmt::format(R"({{"opCode":{}}})", h.opCode));
+            return {std::nullopt, true};
+    }
+}
+
+net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame, const wire::Header& h,
+                                                std::optional<wire::Compressor> replyCompressor,
+                                                Deferral* deferral, bool finalAttempt) {
+    bson::Doc reply;
+    auto msw = wire::parseOpMsg(frame);
+    bool moreToCome = false;
+    if (!msw.isOK()) {
+        appendError(reply.mut(), msw.getStatus());
+    } else {
+        const wire::OpMsg& msg = msw.getValue();
+        moreToCome = (msg.flags & wire::kMoreToCome) != 0;
+        bson::Doc cmd = wire::mergeSequences(msg);
+        bson_iter_t it;
+        if (!bson::find(cmd.get(), "$db", &it) || !BSON_ITER_HOLDS_UTF8(&it)) {
+            appendError(reply.mut(), Status(ErrorCode::Location40571,
+                                            "OP_MSG requests require a $db argument"));
+        } else {
+            std::string db = bson_iter_utf8(&it, nullptr);
+            store_.runCommand(client_, db, cmd.get(), reply.mut(), deferral, finalAttempt);
+            if (deferral->requested) return {std::nullopt, false};
+        }
+    }
+    if (moreToCome) return {std::nullopt, false};
+    auto out = wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get());
+    return {maybeCompress(std::move(out), replyCompressor), false};
+}
+
+net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame, const wire::Header& h,
+                                                  std::optional<wire::Compressor> replyCompressor) {
+    bson::Doc reply;
+    auto qsw = wire::parseOpQuery(frame);
+    int32_t flags = 0;
+    if (!qsw.isOK()) {
+        appendError(reply.mut(), qsw.getStatus());
+    } else {
+        const wire::OpQuery& q = qsw.getValue();
+        const std::string& ns = q.fullCollectionName;
+        auto dot = ns.find('.');
+        if (dot == std::string::npos || ns.substr(dot + 1) != "$cmd") {
+            // Legacy OP_QUERY reads were removed in MongoDB 5.1+.
+            flags = 2;  // QueryFailure
+            BSON_APPEND_UTF8(reply.mut(), "$err", "OP_QUERY is no longer supported. The client driver may require an upgrade.");
+            BSON_APPEND_INT32(reply.mut(), "code", 5739101);
+            BSON_APPEND_UTF8(reply.mut(), "codeName", "Location5739101");
+        } else {
+            std::string db = ns.substr(0, dot);
+            bson::View view(q.query.data(), q.query.size());
+            const bson_t* cmd = view.get();
+            // A wrapped query: {$query: {...}, $readPreference: ...}
+            bson_iter_t it;
+            bson_t inner;
+            if ((bson::find(cmd, "$query", &it) || bson::find(cmd, "query", &it)) &&
+                BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                uint32_t len;
+                const uint8_t* data;
+                bson_iter_document(&it, &len, &data);
+                if (bson_init_static(&inner, data, len)) cmd = &inner;
+            }
+            store_.runCommand(client_, db, cmd, reply.mut());
+        }
+    }
+    auto out = wire::buildOpReply(nextResponseId_++, h.requestId, reply.get(), flags);
+    return {maybeCompress(std::move(out), replyCompressor), false};
+}
+
+}  // namespace halo::store

@@ -1,0 +1,194 @@
+#include "store/server/store.h"
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "store/commands/command.h"
+#include "store/exec/cursor_manager.h"
+#include "store/repl/oplog.h"
+#include "store/server/service.h"
+#include "store/storage/catalog.h"
+#include "store/storage/engine.h"
+#include "store/storage/record_store.h"
+
+namespace halo::store {
+
+void appendError(bson_t* reply, const Status& s) {
+    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+    BSON_APPEND_UTF8(reply, "errmsg", s.reason().c_str());
+    BSON_APPEND_INT32(reply, "code", s.codeNumber());
+    std::string_view name = codeName(s.code());
+    bson_append_utf8(reply, "codeName", 8, name.data(), static_cast<int>(name.size()));
+}
+
+Store::Store(StoreOptions opts) : opts_(std::move(opts)) {}
+
+Store::~Store() { stop(); }
+
+Status Store::start() {
+    started_ = std::chrono::steady_clock::now();
+    log::info("control", 4615611, "Halocline store starting",
+              fmt::format(R"({{"pid":{},"port":{},"dbPath":{}}})", getpid(), opts_.port,
+                          log::quote(opts_.dbPath)));
+    auto esw = Engine::open(opts_);
+    if (!esw.isOK()) return esw.getStatus();
+    engine_ = std::move(esw.getValue());
+    catalog_ = std::make_unique<Catalog>(*engine_);
+    Status s = catalog_->load();
+    if (!s.isOK()) return s;
+    cursors_ = std::make_unique<CursorManager>(std::chrono::milliseconds(opts_.cursorTimeoutMillis));
+    bson_oid_init(&processId_, nullptr);
+    oplog_ = std::make_unique<Oplog>(*catalog_, clock_, opts_.oplogSizeMB * 1024 * 1024);
+    s = oplog_->open();
+    if (!s.isOK()) return s;
+
+    listener_ = std::make_unique<net::Listener>(
+        io_, opts_.bindIp, opts_.port, [this](const net::ConnectionInfo& info) {
+            return std::make_unique<ServiceConnection>(*this, info);
+        });
+    s = listener_->start();
+    if (!s.isOK()) return s;
+
+    reaperTimer_ = std::make_unique<asio::steady_timer>(io_);
+    struct Reaper {
+        Store* self;
+        void operator()(asio::error_code ec) const {
+            if (ec || self->stopping_) return;
+            self->cursors_->reapIdle();
+            self->oplog_->truncateIfNeeded();
+            self->reaperTimer_->expires_after(std::chrono::seconds(1));
+            self->reaperTimer_->async_wait(*this);
+        }
+    };
+    reaperTimer_->expires_after(std::chrono::seconds(1));
+    reaperTimer_->async_wait(Reaper{this});
+
+    int n = opts_.threads > 0 ? opts_.threads : static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
+    log::info("network", 23016, "Waiting for connections",
+              fmt::format(R"({{"port":{},"ssl":"off"}})", listener_->port()));
+    return Status::OK();
+}
+
+void Store::stop() {
+    if (stopping_.exchange(true)) return;
+    log::info("control", 4784900, "Shutting down");
+    if (listener_) listener_->stop();
+    if (reaperTimer_) {
+        asio::post(io_, [this] { reaperTimer_->cancel(); });
+    }
+    io_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    listener_.reset();
+    reaperTimer_.reset();
+    cursors_.reset();
+    oplog_.reset();
+    if (catalog_) catalog_->shutdown();
+    catalog_.reset();
+    engine_.reset();
+    log::info("control", 23138, "Shutting down with code 0", R"({"exitCode":0})");
+}
+
+void Store::requestShutdown() {
+    std::lock_guard lk(shutdownMu_);
+    shutdownRequested_ = true;
+    shutdownCv_.notify_all();
+}
+
+void Store::waitForShutdown() {
+    std::unique_lock lk(shutdownMu_);
+    shutdownCv_.wait(lk, [this] { return shutdownRequested_; });
+}
+
+uint16_t Store::port() const { return listener_ ? listener_->port() : 0; }
+size_t Store::openConnections() const { return listener_ ? listener_->openConnections() : 0; }
+uint64_t Store::totalConnections() const { return listener_ ? listener_->totalConnections() : 0; }
+
+std::string Store::hostAndPort() const {
+    std::string host = opts_.bindIp;
+    auto comma = host.find(',');
+    if (comma != std::string::npos) host = host.substr(0, comma);
+    if (host == "0.0.0.0") host = "127.0.0.1";
+    return fmt::format("{}:{}", host, port());
+}
+
+void Store::runCommand(ClientState& client, std::string_view db, const bson_t* cmd, bson_t* reply,
+                       Deferral* deferral, bool finalAttempt) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
+        appendError(reply, Status(ErrorCode::FailedToParse, "Empty command"));
+        return;
+    }
+    std::string_view name = bson_iter_key(&it);
+    counters_.command++;
+    const CommandSpec* spec = CommandRegistry::instance().find(name);
+    if (!spec) {
+        appendError(reply, Status(ErrorCode::CommandNotFound, fmt::format("no such command: '{}'", name)));
+        return;
+    }
+    if (spec->adminOnly && db != "admin") {
+        appendError(reply, Status(ErrorCode::Unauthorized,
+                                  fmt::format("{} may only be run against the admin database.", name)));
+        return;
+    }
+    OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
+    bson_t body = BSON_INITIALIZER;
+    try {
+        gossipClusterTime(cmd);
+        spec->run(op, &body);
+        bson_concat(reply, &body);
+        bson_iter_t okIt;
+        if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    } catch (const rs::DuplicateKeyError& e) {
+        bson_reinit(reply);
+        appendError(reply, e.status());
+        if (e.info()) bson_concat(reply, e.info()->get());
+    } catch (const DBException& e) {
+        bson_reinit(reply);
+        appendError(reply, e.status());
+        appendErrorLabels(reply, e.status());
+    } catch (const std::exception& e) {
+        bson_reinit(reply);
+        appendError(reply, Status(ErrorCode::InternalError, e.what()));
+    }
+    bson_destroy(&body);
+    if (isReplicaSet()) appendClusterTime(reply);
+}
+
+void Store::gossipClusterTime(const bson_t* cmd) {
+    bson_t ct;
+    bson_iter_t it;
+    if (bson::subDocument(cmd, "$clusterTime", &ct) && bson::find(&ct, "clusterTime", &it) &&
+        BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+        Timestamp t;
+        bson_iter_timestamp(&it, &t.secs, &t.inc);
+        // Only ever move forward; never past what we could have produced.
+        if (clock_.latest() < t && t.secs <= clock_.reserve().secs + 3600) clock_.advanceTo(t);
+    }
+}
+
+void Store::appendClusterTime(bson_t* reply) {
+    Timestamp t = oplog_ ? oplog_->visibleUpTo() : clock_.latest();
+    appendTimestamp(reply, "operationTime", t);
+    bson_t ct, sig;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);
+    appendTimestamp(&ct, "clusterTime", clock_.latest());
+    BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
+    uint8_t zeros[20] = {};
+    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, 20);
+    BSON_APPEND_INT64(&sig, "keyId", 0);
+    bson_append_document_end(&ct, &sig);
+    bson_append_document_end(reply, &ct);
+}
+
+void Store::appendErrorLabels(bson_t* reply, const Status& s) {
+    if (s.code() == ErrorCode::WriteConflict || s.code() == ErrorCode::NoSuchTransaction) {
+        bson_t labels;
+        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
+        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
+        bson_append_array_end(reply, &labels);
+    }
+}
+
+}  // namespace halo::store

@@ -1,0 +1,108 @@
+#pragma once
+// The embedded store: one WiredTiger engine, its catalog and cursors, and the
+// network front end speaking the MongoDB wire protocol. start()/stop().
+#include <asio.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bson/doc.h"
+#include "common/status.h"
+#include "net/listener.h"
+#include "store/repl/logical_clock.h"
+#include "store/server/options.h"
+#include "wire/message.h"
+
+namespace halo::store {
+
+class Engine;
+class Catalog;
+class CursorManager;
+class Oplog;
+struct Deferral;
+
+/// Per-connection state shared by the commands run on that connection.
+struct ClientState {
+    uint64_t connectionId = 0;
+    std::string remote;
+    std::string local;
+    std::vector<wire::Compressor> compressors;  // negotiated, in client preference order
+    bson::Doc clientMetadata;
+    bool sawHandshake = false;
+};
+
+struct Counters {
+    std::atomic<int64_t> insert{0}, query{0}, update{0}, del{0}, getmore{0}, command{0};
+};
+
+class Store {
+public:
+    explicit Store(StoreOptions opts);
+    ~Store();
+
+    /// Opens storage and starts listening; returns once the port is bound.
+    Status start();
+    /// Stops accepting, closes connections, drains and closes storage.
+    void stop();
+    /// Blocks until stop() (e.g. on SIGINT/SIGTERM).
+    void waitForShutdown();
+    void requestShutdown();
+
+    uint16_t port() const;
+    const StoreOptions& options() const { return opts_; }
+    Engine& engine() { return *engine_; }
+    Catalog& catalog() { return *catalog_; }
+    CursorManager& cursors() { return *cursors_; }
+    Counters& counters() { return counters_; }
+    std::chrono::steady_clock::time_point startTime() const { return started_; }
+    size_t openConnections() const;
+    uint64_t totalConnections() const;
+    std::string hostAndPort() const;
+
+    /// Runs one command document; fills `reply` (ok:1 or the error shape). Never throws.
+    /// With `deferral`, the command may ask to be run again later instead of replying
+    /// (then `reply` is to be discarded).
+    void runCommand(ClientState& client, std::string_view db, const bson_t* cmd, bson_t* reply,
+                    Deferral* deferral = nullptr, bool finalAttempt = true);
+
+    bool isReplicaSet() const { return !opts_.replSet.empty(); }
+    LogicalClock& clock() { return clock_; }
+    Oplog& oplog() { return *oplog_; }
+    /// A random id for this process's topologyVersion.
+    const bson_oid_t& processId() const { return processId_; }
+    asio::io_context& io() { return io_; }
+
+private:
+    void gossipClusterTime(const bson_t* cmd);
+    void appendClusterTime(bson_t* reply);
+    void appendErrorLabels(bson_t* reply, const Status& s);
+
+    StoreOptions opts_;
+    std::unique_ptr<Engine> engine_;
+    std::unique_ptr<Catalog> catalog_;
+    std::unique_ptr<CursorManager> cursors_;
+    LogicalClock clock_;
+    std::unique_ptr<Oplog> oplog_;
+    bson_oid_t processId_;
+    asio::io_context io_;
+    std::unique_ptr<net::Listener> listener_;
+    std::vector<std::thread> threads_;
+    std::unique_ptr<asio::steady_timer> reaperTimer_;
+    Counters counters_;
+    std::chrono::steady_clock::time_point started_;
+    std::atomic<bool> stopping_{false};
+    std::mutex shutdownMu_;
+    std::condition_variable shutdownCv_;
+    bool shutdownRequested_ = false;
+};
+
+/// Appends the {ok:0, errmsg, code, codeName} error shape.
+void appendError(bson_t* reply, const Status& s);
+
+}  // namespace halo::store

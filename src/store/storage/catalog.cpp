@@ -1,0 +1,587 @@
+#include "store/storage/catalog.h"
+
+#include <openssl/rand.h>
+
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "bson/compare.h"
+#include "common/log.h"
+#include "store/query/matcher.h"
+#include "store/storage/record_store.h"
+
+namespace halo::store {
+namespace {
+constexpr const char* kCatalogUri = "table:_catalog";
+constexpr const char* kSizesUri = "table:_sizes";
+constexpr const char* kCleanKey = "__clean_shutdown";
+
+WT_ITEM item(const void* data, size_t size) {
+    WT_ITEM it{};
+    it.data = data;
+    it.size = size;
+    return it;
+}
+}  // namespace
+
+std::pair<std::string, std::string> splitNs(std::string_view ns) {
+    auto dot = ns.find('.');
+    if (dot == std::string_view::npos) return {std::string(ns), ""};
+    return {std::string(ns.substr(0, dot)), std::string(ns.substr(dot + 1))};
+}
+
+const IndexEntry* CollectionEntry::findIndex(std::string_view n) const {
+    for (const auto& i : indexes)
+        if (i->name == n) return i.get();
+    return nullptr;
+}
+
+const IndexEntry* CollectionEntry::idIndex() const { return findIndex("_id_"); }
+
+std::unique_ptr<Session> SessionPool::acquire() {
+    {
+        std::lock_guard lk(mu_);
+        if (!idle_.empty()) {
+            auto s = std::move(idle_.back());
+            idle_.pop_back();
+            return s;
+        }
+    }
+    return engine_.newSession();
+}
+
+void SessionPool::release(std::unique_ptr<Session> s) {
+    std::lock_guard lk(mu_);
+    if (idle_.size() < 256) idle_.push_back(std::move(s));
+}
+
+void SessionPool::closeIdle() {
+    std::lock_guard lk(mu_);
+    idle_.clear();
+}
+
+Catalog::Catalog(Engine& e) : engine_(e), sessions_(e) {}
+Catalog::~Catalog() = default;
+
+std::string Catalog::newIdent(const char* kind) {
+    auto now = std::chrono::system_clock::now().time_since_epoch().count();
+    return fmt::format("table:{}-{}-{}", kind, identCounter_++, now);
+}
+
+StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::string& ns, const bson_t* spec) {
+    auto idx = std::make_shared<IndexEntry>();
+    bson_iter_t it;
+    bool haveKey = false, haveName = false;
+    bson::Doc normalized;
+    BSON_APPEND_INT32(normalized.mut(), "v", 2);
+    bson_t key;
+    bson_t partial;
+    bool havePartial = false;
+    if (!bson_iter_init(&it, spec)) return Status(ErrorCode::FailedToParse, "invalid index spec");
+    while (bson_iter_next(&it)) {
+        std::string_view f = bson_iter_key(&it);
+        if (f == "key") {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return Status(ErrorCode::TypeMismatch, "The field 'key' must be an object");
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&key, data, len);
+            haveKey = true;
+        } else if (f == "name") {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return Status(ErrorCode::TypeMismatch, "The field 'name' must be a string");
+            idx->name = bson_iter_utf8(&it, nullptr);
+            if (idx->name.empty()) return Status(ErrorCode::CannotCreateIndex, "index name cannot be empty");
+            haveName = true;
+        } else if (f == "unique") {
+            idx->unique = bson::isTruthy(*bson_iter_value(&it));
+        } else if (f == "sparse") {
+            idx->sparse = bson::isTruthy(*bson_iter_value(&it));
+        } else if (f == "partialFilterExpression") {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return Status(ErrorCode::TypeMismatch, "The field 'partialFilterExpression' must be an object");
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&partial, data, len);
+            havePartial = true;
+        } else if (f == "v" || f == "background" || f == "ns") {
+            continue;  // v is always 2; background is ignored since 4.2
+        } else if (f == "expireAfterSeconds" || f == "hidden" || f == "collation" ||
+                   f == "weights" || f == "default_language" || f == "language_override" ||
+                   f == "textIndexVersion" || f == "2dsphereIndexVersion" || f == "bits" ||
+                   f == "min" || f == "max" || f == "storageEngine" || f == "wildcardProjection") {
+            // Accepted and kept in the spec.
+        } else {
+            return Status(ErrorCode::InvalidIndexSpecificationOption,
+                          fmt::format("The field '{}' is not valid for an index specification. "
+                                      "Specification: {}",
+                                      f, bson::toJson(spec)));
+        }
+        if (f != "key" && f != "name") bson::appendIter(normalized.mut(), f, it);
+    }
+    if (!haveKey)
+        return Status(ErrorCode::FailedToParse,
+                      "The 'key' field is a required property of an index specification");
+    if (!haveName)
+        return Status(ErrorCode::FailedToParse,
+                      "The 'name' field is a required property of an index specification");
+    auto psw = parseKeyPattern(&key);
+    if (!psw.isOK()) return psw.getStatus();
+    idx->pattern = std::move(psw.getValue());
+    idx->keyPattern = bson::Doc::copyOf(&key);
+    if (idx->name == "_id_") {
+        if (idx->pattern.fields.size() != 1 || idx->pattern.fields[0].first != "_id")
+            return Status(ErrorCode::BadValue, "The index name '_id_' is reserved for the _id index, "
+                                               "which must have key pattern {_id: 1}");
+        idx->unique = true;
+    }
+    if (havePartial) {
+        auto msw = query::Matcher::parse(&partial);
+        if (!msw.isOK()) return msw.getStatus();
+        idx->partialFilter = std::move(msw.getValue());
+    }
+    // Order as mongod lists it: v, key, name, then options.
+    bson::Doc ordered;
+    BSON_APPEND_INT32(ordered.mut(), "v", 2);
+    BSON_APPEND_DOCUMENT(ordered.mut(), "key", &key);
+    BSON_APPEND_UTF8(ordered.mut(), "name", idx->name.c_str());
+    bson_iter_init(&it, normalized.get());
+    while (bson_iter_next(&it)) {
+        if (std::string_view(bson_iter_key(&it)) == "v") continue;
+        bson::appendIter(ordered.mut(), bson_iter_key(&it), it);
+    }
+    idx->spec = std::move(ordered);
+    (void)ns;
+    return idx;
+}
+
+Status Catalog::persist(Session& s, const CollectionEntry& e) {
+    bson::Doc d;
+    BSON_APPEND_UTF8(d.mut(), "ns", e.ns.c_str());
+    bson_append_binary(d.mut(), "uuid", 4, BSON_SUBTYPE_UUID, e.uuid, 16);
+    BSON_APPEND_DOCUMENT(d.mut(), "options", e.options.get());
+    BSON_APPEND_UTF8(d.mut(), "uri", e.uri.c_str());
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(d.mut(), "indexes", &arr);
+    int i = 0;
+    for (const auto& idx : e.indexes) {
+        std::string k = std::to_string(i++);
+        bson_t child;
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, k.c_str(), &child);
+        BSON_APPEND_DOCUMENT(&child, "spec", idx->spec.get());
+        BSON_APPEND_UTF8(&child, "uri", idx->uri.c_str());
+        BSON_APPEND_BOOL(&child, "multikey", idx->multikey.load());
+        bson_append_document_end(&arr, &child);
+    }
+    bson_append_array_end(d.mut(), &arr);
+    try {
+        Cursor c = s.open(kCatalogUri);
+        c->set_key(c.get(), e.ns.c_str());
+        WT_ITEM v = item(d.data(), d.size());
+        c->set_value(c.get(), &v);
+        wtCheck(c->insert(c.get()), "catalog insert");
+    } catch (const DBException& ex) {
+        return ex.status();
+    }
+    return Status::OK();
+}
+
+Status Catalog::load() {
+    PooledSession s(sessions_);
+    Status st = engine_.createTable(*s, kCatalogUri, "S", "u");
+    if (!st.isOK()) return st;
+    st = engine_.createTable(*s, kSizesUri, "S", "qq");
+    if (!st.isOK()) return st;
+    std::set<std::string> referenced;
+    try {
+        Cursor c = s->open(kCatalogUri);
+        while (c->next(c.get()) == 0) {
+            const char* ns;
+            WT_ITEM v;
+            wtCheck(c->get_key(c.get(), &ns), "catalog key");
+            wtCheck(c->get_value(c.get(), &v), "catalog value");
+            bson::Doc d = bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size);
+            auto e = std::make_shared<CollectionEntry>();
+            e->ns = ns;
+            std::tie(e->db, e->name) = splitNs(e->ns);
+            bson_iter_t it;
+            if (bson::find(d.get(), "uuid", &it) && BSON_ITER_HOLDS_BINARY(&it)) {
+                bson_subtype_t st2;
+                uint32_t len;
+                const uint8_t* data;
+                bson_iter_binary(&it, &st2, &len, &data);
+                if (len == 16) std::memcpy(e->uuid, data, 16);
+            }
+            bson_t sub;
+            if (bson::subDocument(d.get(), "options", &sub)) e->options = bson::Doc::copyOf(&sub);
+            if (bson::find(d.get(), "uri", &it)) e->uri = bson_iter_utf8(&it, nullptr);
+            referenced.insert(e->uri);
+            if (bson::find(d.get(), "indexes", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
+                bson_iter_t ai;
+                bson_iter_recurse(&it, &ai);
+                while (bson_iter_next(&ai)) {
+                    bson_t ientry;
+                    uint32_t len;
+                    const uint8_t* data;
+                    bson_iter_document(&ai, &len, &data);
+                    bson_init_static(&ientry, data, len);
+                    bson_t spec;
+                    if (!bson::subDocument(&ientry, "spec", &spec)) continue;
+                    auto isw = parseIndexSpec(e->ns, &spec);
+                    if (!isw.isOK()) return isw.getStatus();
+                    auto idx = isw.getValue();
+                    bson_iter_t f;
+                    if (bson::find(&ientry, "uri", &f)) idx->uri = bson_iter_utf8(&f, nullptr);
+                    if (bson::find(&ientry, "multikey", &f)) idx->multikey = bson_iter_as_bool(&f);
+                    referenced.insert(idx->uri);
+                    e->indexes.push_back(idx);
+                }
+            }
+            colls_[e->ns] = e;
+        }
+        // Sizes: trusted only after a clean shutdown.
+        Cursor sz = s->open(kSizesUri);
+        bool clean = false;
+        sz->set_key(sz.get(), kCleanKey);
+        if (sz->search(sz.get()) == 0) clean = true;
+        for (auto& [ns, e] : colls_) {
+            // Next record id: one past the largest.
+            Cursor rc = s->open(e->uri);
+            if (rc->prev(rc.get()) == 0) {
+                int64_t rid;
+                rc->get_key(rc.get(), &rid);
+                e->nextRecordId = rid + 1;
+            }
+            if (clean) {
+                sz->set_key(sz.get(), ns.c_str());
+                if (sz->search(sz.get()) == 0) {
+                    int64_t n, bytes;
+                    sz->get_value(sz.get(), &n, &bytes);
+                    e->numRecords = n;
+                    e->dataSize = bytes;
+                }
+            } else {
+                rc->reset(rc.get());
+                int64_t n = 0, bytes = 0;
+                while (rc->next(rc.get()) == 0) {
+                    WT_ITEM v;
+                    rc->get_value(rc.get(), &v);
+                    ++n;
+                    bytes += static_cast<int64_t>(v.size);
+                }
+                e->numRecords = n;
+                e->dataSize = bytes;
+            }
+        }
+        // From now on the sizes are unreliable until the next clean shutdown.
+        Txn txn(*s);
+        sz->set_key(sz.get(), kCleanKey);
+        if (sz->search(sz.get()) == 0) wtCheck(sz->remove(sz.get()), "clear clean marker");
+        sz.close();
+        txn.commit();
+        // Tables left by DDL that a crash interrupted.
+        std::vector<std::string> orphans;
+        Cursor meta = s->open("metadata:");
+        while (meta->next(meta.get()) == 0) {
+            const char* k;
+            meta->get_key(meta.get(), &k);
+            std::string key = k;
+            if (key.rfind("table:", 0) != 0) continue;
+            if (key == kCatalogUri || key == kSizesUri || key.rfind("table:_", 0) == 0) continue;
+            if (!referenced.count(key)) orphans.push_back(key);
+        }
+        meta.close();
+        for (const auto& o : orphans) {
+            log::info("storage", 22251, "Dropping unreferenced table", fmt::format(R"({{"uri":{}}})", log::quote(o)));
+            (void)engine_.dropTable(*s, o);
+        }
+    } catch (const DBException& ex) {
+        return ex.status();
+    }
+    return Status::OK();
+}
+
+void Catalog::shutdown() {
+    std::unique_lock lk(ddl_);
+    try {
+        PooledSession s(sessions_);
+        Txn txn(*s);
+        Cursor sz = s->open(kSizesUri);
+        for (auto& [ns, e] : colls_) {
+            sz->set_key(sz.get(), ns.c_str());
+            sz->set_value(sz.get(), e->numRecords.load(), e->dataSize.load());
+            wtCheck(sz->insert(sz.get()), "sizes");
+        }
+        sz->set_key(sz.get(), kCleanKey);
+        sz->set_value(sz.get(), int64_t{1}, int64_t{0});
+        wtCheck(sz->insert(sz.get()), "sizes");
+        sz.close();
+        txn.commit();
+    } catch (const DBException& ex) {
+        log::warning("storage", 22252, "Could not persist collection sizes", fmt::format(R"({{"error":{}}})", log::quote(ex.what())));
+    }
+    sessions_.closeIdle();
+}
+
+std::shared_ptr<const CollectionEntry> Catalog::lookup(std::string_view ns) const {
+    auto it = colls_.find(ns);
+    return it == colls_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const CollectionEntry>> Catalog::listCollections(std::string_view db) const {
+    std::vector<std::shared_ptr<const CollectionEntry>> out;
+    for (const auto& [ns, e] : colls_)
+        if (e->db == db) out.push_back(e);
+    return out;
+}
+
+std::vector<std::string> Catalog::listDatabases() const {
+    std::set<std::string> dbs;
+    for (const auto& [ns, e] : colls_) dbs.insert(e->db);
+    return {dbs.begin(), dbs.end()};
+}
+
+StatusWith<std::shared_ptr<const CollectionEntry>> Catalog::createCollection(const std::string& ns,
+                                                                             const bson_t* options,
+                                                                             bool withIdIndex) {
+    if (colls_.count(ns)) return Status(ErrorCode::NamespaceExists, fmt::format("Collection {} already exists.", ns));
+    auto e = std::make_shared<CollectionEntry>();
+    e->ns = ns;
+    std::tie(e->db, e->name) = splitNs(ns);
+    RAND_bytes(e->uuid, 16);
+    e->uuid[6] = (e->uuid[6] & 0x0f) | 0x40;
+    e->uuid[8] = (e->uuid[8] & 0x3f) | 0x80;
+    e->options = options ? bson::Doc::copyOf(options) : bson::Doc();
+    e->uri = newIdent("collection");
+    auto id = std::make_shared<IndexEntry>();
+    auto idSpec = bson::Doc::fromJsonOrDie(R"({"key": {"_id": 1}, "name": "_id_"})");
+    auto isw = parseIndexSpec(ns, idSpec.get());
+    if (!isw.isOK()) return isw.getStatus();
+    id = isw.getValue();
+    id->uri = newIdent("index");
+    if (withIdIndex) e->indexes.push_back(id);
+    PooledSession s(sessions_);
+    Status st = engine_.createTable(*s, e->uri, "q", "u");
+    if (!st.isOK()) return st;
+    if (withIdIndex) {
+        st = engine_.createTable(*s, id->uri, "u", "u");
+        if (!st.isOK()) return st;
+    }
+    try {
+        Txn txn(*s);
+        st = persist(*s, *e);
+        if (!st.isOK()) return st;
+        txn.commit();
+    } catch (const DBException& ex) {
+        return ex.status();
+    }
+    colls_[ns] = e;
+    return std::shared_ptr<const CollectionEntry>(e);
+}
+
+std::shared_ptr<const CollectionEntry> Catalog::getOrCreate(const std::string& ns) {
+    if (auto e = lookup(ns)) return e;
+    return uassertStatusOK(createCollection(ns, nullptr));
+}
+
+void Catalog::dropTableEventually(const std::string& uri) {
+    sessions_.closeIdle();
+    PooledSession s(sessions_);
+    Status st = engine_.dropTable(*s, uri);
+    if (!st.isOK()) {
+        // Still referenced somewhere (e.g. a checkpoint); dropped as an orphan at next start-up.
+        log::info("storage", 22253, "Deferring table drop", fmt::format(R"({{"uri":{},"reason":{}}})", log::quote(uri), log::quote(st.reason())));
+    }
+}
+
+Status Catalog::dropCollection(const std::string& ns) {
+    auto it = colls_.find(ns);
+    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, "ns not found");
+    auto e = it->second;
+    {
+        PooledSession s(sessions_);
+        try {
+            Txn txn(*s);
+            Cursor c = s->open(kCatalogUri);
+            c->set_key(c.get(), ns.c_str());
+            wtCheck(c->remove(c.get()), "catalog remove");
+            c.close();
+            txn.commit();
+        } catch (const DBException& ex) {
+            return ex.status();
+        }
+    }
+    colls_.erase(it);
+    dropTableEventually(e->uri);
+    for (const auto& idx : e->indexes) dropTableEventually(idx->uri);
+    return Status::OK();
+}
+
+Status Catalog::renameCollection(const std::string& from, const std::string& to, bool dropTarget) {
+    auto it = colls_.find(from);
+    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, "source namespace does not exist");
+    if (colls_.count(to)) {
+        if (!dropTarget) return Status(ErrorCode::NamespaceExists, "target namespace exists");
+        Status st = dropCollection(to);
+        if (!st.isOK()) return st;
+        it = colls_.find(from);
+    }
+    auto old = it->second;
+    auto e = std::make_shared<CollectionEntry>();
+    e->ns = to;
+    std::tie(e->db, e->name) = splitNs(to);
+    std::memcpy(e->uuid, old->uuid, 16);
+    e->options = old->options.copy();
+    e->uri = old->uri;
+    e->indexes = old->indexes;
+    e->nextRecordId = old->nextRecordId.load();
+    e->numRecords = old->numRecords.load();
+    e->dataSize = old->dataSize.load();
+    PooledSession s(sessions_);
+    try {
+        Txn txn(*s);
+        Cursor c = s->open(kCatalogUri);
+        c->set_key(c.get(), from.c_str());
+        wtCheck(c->remove(c.get()), "catalog remove");
+        c.close();
+        Status st = persist(*s, *e);
+        if (!st.isOK()) return st;
+        txn.commit();
+    } catch (const DBException& ex) {
+        return ex.status();
+    }
+    colls_.erase(from);
+    colls_[to] = e;
+    return Status::OK();
+}
+
+Status Catalog::buildIndex(Session& s, const CollectionEntry& coll, const IndexEntry& idx) {
+    int64_t lastRid = 0;
+    bool done = false;
+    while (!done) {
+        Txn txn(s);
+        Cursor rc = s.open(coll.uri);
+        rc->set_key(rc.get(), lastRid + 1);
+        int exact = 0;
+        int ret = rc->search_near(rc.get(), &exact);
+        if (ret == 0 && exact < 0) ret = rc->next(rc.get());
+        int batch = 0;
+        while (ret == 0 && batch < 1000) {
+            int64_t rid;
+            WT_ITEM v;
+            rc->get_key(rc.get(), &rid);
+            rc->get_value(rc.get(), &v);
+            bson::View doc(static_cast<const uint8_t*>(v.data), v.size);
+            rs::insertIndexKeys(s, coll, idx, doc.get(), rid);
+            lastRid = rid;
+            ++batch;
+            ret = rc->next(rc.get());
+        }
+        if (ret == WT_NOTFOUND) done = true;
+        else if (ret != 0) wtCheck(ret, "index build scan");
+        rc.close();
+        txn.commit(false);
+    }
+    return Status::OK();
+}
+
+Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
+    auto coll = std::const_pointer_cast<CollectionEntry>(std::static_pointer_cast<const CollectionEntry>(getOrCreate(ns)));
+    auto isw = parseIndexSpec(ns, specDoc);
+    if (!isw.isOK()) return isw.getStatus();
+    auto idx = isw.getValue();
+    for (const auto& existing : coll->indexes) {
+        bool sameKey = bson::compareDocs(existing->keyPattern.get(), idx->keyPattern.get()) == 0;
+        if (existing->name == idx->name) {
+            if (sameKey && existing->unique == idx->unique && existing->sparse == idx->sparse) return Status::OK();
+            return Status(ErrorCode::IndexKeySpecsConflict,
+                          fmt::format("An existing index has the same name as the requested index. "
+                                      "When index names are not specified, they are auto generated and can "
+                                      "cause conflicts. Please refer to our documentation. Requested index: {}, "
+                                      "existing index: {}",
+                                      idx->spec.toJson(), existing->spec.toJson()));
+        }
+        if (sameKey && !idx->partialFilter && !existing->partialFilter) {
+            return Status(ErrorCode::IndexOptionsConflict,
+                          fmt::format("Index already exists with a different name: {}", existing->name));
+        }
+    }
+    idx->uri = newIdent("index");
+    PooledSession s(sessions_);
+    Status st = engine_.createTable(*s, idx->uri, "u", "u");
+    if (!st.isOK()) return st;
+    try {
+        st = buildIndex(*s, *coll, *idx);
+    } catch (const DBException& ex) {
+        st = ex.status();
+    }
+    if (st.isOK()) {
+        auto next = std::make_shared<CollectionEntry>();
+        next->ns = coll->ns;
+        next->db = coll->db;
+        next->name = coll->name;
+        std::memcpy(next->uuid, coll->uuid, 16);
+        next->options = coll->options.copy();
+        next->uri = coll->uri;
+        next->indexes = coll->indexes;
+        next->indexes.push_back(idx);
+        next->nextRecordId = coll->nextRecordId.load();
+        next->numRecords = coll->numRecords.load();
+        next->dataSize = coll->dataSize.load();
+        try {
+            Txn txn(*s);
+            st = persist(*s, *next);
+            if (st.isOK()) txn.commit();
+        } catch (const DBException& ex) {
+            st = ex.status();
+        }
+        if (st.isOK()) {
+            colls_[ns] = next;
+            return st;
+        }
+    }
+    dropTableEventually(idx->uri);
+    return st;
+}
+
+Status Catalog::dropIndex(const std::string& ns, const std::string& name) {
+    auto it = colls_.find(ns);
+    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, fmt::format("ns not found {}", ns));
+    auto coll = it->second;
+    const IndexEntry* target = coll->findIndex(name);
+    if (!target) return Status(ErrorCode::IndexNotFound, fmt::format("index not found with name [{}]", name));
+    if (target->isIdIndex()) return Status(ErrorCode::InvalidOptions, "cannot drop _id index");
+    auto next = std::make_shared<CollectionEntry>();
+    next->ns = coll->ns;
+    next->db = coll->db;
+    next->name = coll->name;
+    std::memcpy(next->uuid, coll->uuid, 16);
+    next->options = coll->options.copy();
+    next->uri = coll->uri;
+    std::string uri;
+    for (const auto& idx : coll->indexes) {
+        if (idx->name == name) uri = idx->uri;
+        else next->indexes.push_back(idx);
+    }
+    next->nextRecordId = coll->nextRecordId.load();
+    next->numRecords = coll->numRecords.load();
+    next->dataSize = coll->dataSize.load();
+    PooledSession s(sessions_);
+    try {
+        Txn txn(*s);
+        Status st = persist(*s, *next);
+        if (!st.isOK()) return st;
+        txn.commit();
+    } catch (const DBException& ex) {
+        return ex.status();
+    }
+    colls_[ns] = next;
+    dropTableEventually(uri);
+    return Status::OK();
+}
+
+}  // namespace halo::store

@@ -1,0 +1,115 @@
+#include "store/storage/engine.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+
+namespace halo::store {
+
+Status wtStatus(int ret, std::string_view context) {
+    if (ret == 0) return Status::OK();
+    if (ret == WT_ROLLBACK) return WriteConflictException().status();
+    return {ErrorCode::InternalError,
+            fmt::format("{}: WiredTiger error {}: {}", context, ret, wiredtiger_strerror(ret))};
+}
+
+void wtCheck(int ret, std::string_view context) {
+    if (ret == 0) return;
+    if (ret == WT_ROLLBACK) throw WriteConflictException();
+    throw DBException(wtStatus(ret, context));
+}
+
+Session::~Session() {
+    if (s_) s_->close(s_, nullptr);
+}
+
+Cursor Session::open(const std::string& uri, const char* config) {
+    WT_CURSOR* c = nullptr;
+    wtCheck(s_->open_cursor(s_, uri.c_str(), nullptr, config, &c), "open_cursor " + uri);
+    return Cursor(c);
+}
+
+void Session::begin(const char* config) {
+    wtCheck(s_->begin_transaction(s_, config), "begin_transaction");
+    inTxn_ = true;
+}
+
+void Session::commit(bool durable) {
+    inTxn_ = false;
+    wtCheck(s_->commit_transaction(s_, durable ? "sync=on" : "sync=off"), "commit_transaction");
+}
+
+void Session::rollback() {
+    inTxn_ = false;
+    s_->rollback_transaction(s_, nullptr);
+}
+
+StatusWith<std::unique_ptr<Engine>> Engine::open(const StoreOptions& opts) {
+    std::error_code ec;
+    std::filesystem::create_directories(opts.dbPath, ec);
+    if (ec) return Status(ErrorCode::InternalError, fmt::format("cannot create dbpath {}: {}", opts.dbPath, ec.message()));
+    std::string compressor = opts.blockCompressor;
+    if (compressor != "snappy" && compressor != "zlib" && compressor != "none")
+        return Status(ErrorCode::BadValue, fmt::format("unsupported block compressor '{}'; use snappy, zlib or none", compressor));
+    auto cacheMB = static_cast<int64_t>(opts.cacheSizeGB * 1024);
+    if (cacheMB < 1) cacheMB = 1;
+    std::string config = fmt::format(
+        "create,cache_size={}M,session_max=20000,eviction=(threads_min=1,threads_max=4),"
+        "log=(enabled=true,archive=true,path=journal,compressor=snappy),"
+        "transaction_sync=(enabled=true,method=fsync),"
+        "checkpoint=(wait=60),statistics=(fast),"
+        "extensions=[{},{}],file_manager=(close_idle_time=100000)",
+        cacheMB, HALO_WT_SNAPPY_EXT, HALO_WT_ZLIB_EXT);
+    if (opts.directIO) config += ",direct_io=[data]";
+    std::filesystem::create_directories(std::filesystem::path(opts.dbPath) / "journal", ec);
+    WT_CONNECTION* conn = nullptr;
+    int ret = wiredtiger_open(opts.dbPath.c_str(), nullptr, config.c_str(), &conn);
+    if (ret != 0) return wtStatus(ret, "wiredtiger_open " + opts.dbPath);
+    std::string tableConfig = compressor == "none" ? "" : "block_compressor=" + compressor;
+    return std::unique_ptr<Engine>(new Engine(conn, tableConfig));
+}
+
+Engine::~Engine() {
+    if (conn_) conn_->close(conn_, nullptr);
+}
+
+std::unique_ptr<Session> Engine::newSession() {
+    WT_SESSION* s = nullptr;
+    wtCheck(conn_->open_session(conn_, nullptr, "isolation=snapshot", &s), "open_session");
+    return std::make_unique<Session>(s);
+}
+
+Status Engine::createTable(Session& s, const std::string& uri, const char* keyFormat,
+                           const char* valueFormat) {
+    std::string cfg = fmt::format("key_format={},value_format={},{}", keyFormat, valueFormat, tableConfig_);
+    return wtStatus(s.get()->create(s.get(), uri.c_str(), cfg.c_str()), "create " + uri);
+}
+
+Status Engine::dropTable(Session& s, const std::string& uri) {
+    int ret = s.get()->drop(s.get(), uri.c_str(), "force=true");
+    return wtStatus(ret, "drop " + uri);
+}
+
+int64_t Engine::connStat(int key) {
+    auto s = newSession();
+    WT_CURSOR* c = nullptr;
+    if (s->get()->open_cursor(s->get(), "statistics:", nullptr, nullptr, &c) != 0) return 0;
+    Cursor cur(c);
+    c->set_key(c, key);
+    if (c->search(c) != 0) return 0;
+    const char* desc;
+    const char* pvalue;
+    int64_t value = 0;
+    if (c->get_value(c, &desc, &pvalue, &value) != 0) return 0;
+    return value;
+}
+
+void Engine::checkpoint() {
+    auto s = newSession();
+    int ret = s->get()->checkpoint(s->get(), nullptr);
+    if (ret != 0) log::warning("storage", 22430, "checkpoint failed", fmt::format(R"({{"error":{}}})", log::quote(wiredtiger_strerror(ret))));
+}
+
+}  // namespace halo::store

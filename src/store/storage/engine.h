@@ -1,0 +1,115 @@
+#pragma once
+// The WiredTiger boundary: connection, sessions and cursors as RAII objects,
+// WiredTiger return codes converted to Status here and nowhere else.
+//
+// Thread-safety: Engine is thread-safe. A Session (and its cursors) must be used
+// by one thread at a time, as WiredTiger requires.
+#include <wiredtiger.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "store/server/options.h"
+
+namespace halo::store {
+
+/// Converts a WiredTiger return code (WT_ROLLBACK becomes WriteConflict).
+Status wtStatus(int ret, std::string_view context);
+
+/// Thrown inside a storage transaction when WiredTiger reports a conflict; the
+/// write path retries the whole operation, as mongod does.
+class WriteConflictException : public DBException {
+public:
+    WriteConflictException() : DBException(ErrorCode::WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.") {}
+};
+
+/// Throws WriteConflictException for WT_ROLLBACK, DBException otherwise.
+void wtCheck(int ret, std::string_view context);
+
+class Cursor {
+public:
+    Cursor() = default;
+    explicit Cursor(WT_CURSOR* c) : c_(c) {}
+    Cursor(Cursor&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
+    Cursor& operator=(Cursor&& o) noexcept {
+        if (this != &o) {
+            close();
+            c_ = o.c_;
+            o.c_ = nullptr;
+        }
+        return *this;
+    }
+    ~Cursor() { close(); }
+    WT_CURSOR* get() const { return c_; }
+    WT_CURSOR* operator->() const { return c_; }
+    explicit operator bool() const { return c_ != nullptr; }
+    void close() {
+        if (c_) c_->close(c_);
+        c_ = nullptr;
+    }
+
+private:
+    WT_CURSOR* c_ = nullptr;
+};
+
+class Session {
+public:
+    explicit Session(WT_SESSION* s) : s_(s) {}
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    WT_SESSION* get() const { return s_; }
+    /// Opens a cursor; throws on failure (a missing table is a bug by then).
+    Cursor open(const std::string& uri, const char* config = nullptr);
+    void begin(const char* config = "isolation=snapshot");
+    /// Commits; `durable` forces the journal to disk before returning.
+    void commit(bool durable = true);
+    void rollback();
+    bool inTransaction() const { return inTxn_; }
+
+private:
+    WT_SESSION* s_;
+    bool inTxn_ = false;
+};
+
+/// A storage transaction scope: begin on construction, rollback unless committed.
+class Txn {
+public:
+    explicit Txn(Session& s, const char* config = "isolation=snapshot") : s_(s) { s_.begin(config); }
+    ~Txn() {
+        if (s_.inTransaction()) s_.rollback();
+    }
+    void commit(bool durable = true) { s_.commit(durable); }
+
+private:
+    Session& s_;
+};
+
+class Engine {
+public:
+    static StatusWith<std::unique_ptr<Engine>> open(const StoreOptions& opts);
+    ~Engine();
+    std::unique_ptr<Session> newSession();
+    WT_CONNECTION* conn() const { return conn_; }
+    const std::string& tableConfig() const { return tableConfig_; }
+    /// Creates a table with the given key/value formats and the store's compressor.
+    Status createTable(Session& s, const std::string& uri, const char* keyFormat,
+                       const char* valueFormat);
+    /// Drops a table; a table still in use is retried at the next checkpoint.
+    Status dropTable(Session& s, const std::string& uri);
+    /// WiredTiger statistic by key (e.g. WT_STAT_CONN_CACHE_BYTES_INUSE).
+    int64_t connStat(int key);
+    void checkpoint();
+
+private:
+    explicit Engine(WT_CONNECTION* c, std::string tableConfig)
+        : conn_(c), tableConfig_(std::move(tableConfig)) {}
+    WT_CONNECTION* conn_;
+    std::string tableConfig_;
+};
+
+}  // namespace halo::store

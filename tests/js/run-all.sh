@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs every real-client integration suite against `halocline store`:
+#   1. the unified-format conformance runner (its exit status = baseline regressions only)
+#   2. node:test files: store/ (Node driver + raw wire), clients/ (mongosh, pymongo,
+#      libmongoc), conformance/ (matcher unit tests)
+# Prints node's test summary, then one closing line per part. Exits non-zero if either
+# part failed.
+#
+# Env: HALOCLINE_BIN (server binary), CONFORMANCE_DIR, MONGOC_SMOKE_BIN,
+#      CONFORMANCE_ARGS (e.g. "--only-baseline" or "--verbose").
+set -uo pipefail
+cd "$(dirname "$0")"
+
+if [ ! -d node_modules/mongodb ] || [ ! -d node_modules/mongosh ]; then
+  npm ci --ignore-scripts --no-audit --no-fund || exit 1
+fi
+
+tap="$(mktemp -t halocline-tap.XXXXXX)"
+conf_out="$(mktemp -t halocline-conf.XXXXXX)"
+trap 'rm -f "$tap" "$conf_out"' EXIT
+
+echo "== conformance (unified test format) =="
+# shellcheck disable=SC2086
+node conformance/runner.js ${CONFORMANCE_ARGS:-} | tee "$conf_out"
+conformance_status=${PIPESTATUS[0]}
+
+echo
+echo "== node:test integration suites =="
+node --test --test-timeout=900000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$tap" \
+  store/*.test.js clients/*.test.js conformance/*.test.js
+node_status=$?
+
+count() { grep -E "^# $1 [0-9]+" "$tap" | tail -1 | awk '{print $3}'; }
+pass=$(count pass)
+fail=$(count fail)
+cancelled=$(count cancelled)
+skipped=$(count skipped)
+
+echo
+echo "== summary =="
+if [ "$conformance_status" -ne 0 ]; then
+  echo "conformance runner: FAILED (exit $conformance_status: baseline regression or runner error)"
+else
+  echo "conformance runner: baseline OK"
+fi
+grep -E '^conformance: [0-9]+ passed' "$conf_out" | tail -1
+echo "integration: ${pass:-0} passed, $(( ${fail:-0} + ${cancelled:-0} )) failed, ${skipped:-0} skipped"
+
+if [ "$conformance_status" -ne 0 ] || [ "$node_status" -ne 0 ]; then
+  exit 1
+fi
