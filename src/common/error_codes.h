@@ -241,6 +241,7 @@ namespace halo {
     X(Location40571, 40571)                               \
     X(QueryPlanKilled, 175)                               \
     X(InvalidResumeToken, 260)                            \
+    X(TransactionTooOld, 225)                             \
     X(Location50808, 50808)                               \
     X(NoReplicationEnabled, 76)                           \
     X(AlreadyInitialized, 23)                             \

@@ -23,7 +23,7 @@ int main() {
         seeds.push_back(wire::compress(seeds[1], c).getValue());
     std::mt19937_64 rng(20261202);
     size_t runs = 0;
-    for (int iter = 0; iter < 200000; ++iter) {
+    for (int iter = 0; iter < 40000; ++iter) {
         auto frame = seeds[rng() % seeds.size()];
         int mutations = 1 + static_cast<int>(rng() % 8);
         for (int m = 0; m < mutations; ++m) {

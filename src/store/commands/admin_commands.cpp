@@ -12,6 +12,7 @@
 #include "store/commands/command.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
+#include "store/txn/session_catalog.h"
 #include "store/server/store.h"
 #include "store/storage/engine.h"
 
@@ -331,7 +332,31 @@ HALO_REGISTER_COMMAND(CommandSpec{{"whatsmyuri"}, [](OperationContext& op, bson_
     BSON_APPEND_UTF8(r, "you", op.client.remote.c_str());
 }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"endSessions"}, [](OperationContext&, bson_t*) {}});
+HALO_REGISTER_COMMAND(CommandSpec{{"endSessions"}, [](OperationContext& op, bson_t*) {
+    bson_iter_t it, a;
+    if (!bson::find(op.cmd, "endSessions", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) continue;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&a, &len, &data);
+        bson::View lsid(data, len);
+        op.store.sessions().end(lsid.get());
+    }
+}});
+
+HALO_REGISTER_COMMAND(CommandSpec{{"commitTransaction"}, [](OperationContext& op, bson_t*) {
+    CurrentOperation& cur = currentOperation();
+    if (!cur.txn) return;  // a retried commit of a committed transaction
+    cur.sessions->commit(*cur.txn);
+}, true});
+
+HALO_REGISTER_COMMAND(CommandSpec{{"abortTransaction"}, [](OperationContext& op, bson_t*) {
+    CurrentOperation& cur = currentOperation();
+    if (!cur.txn) uasserted(ErrorCode::NoSuchTransaction, "No transaction started");
+    cur.sessions->abort(*cur.txn);
+}, true});
 HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessions"}, [](OperationContext&, bson_t*) {}});
 HALO_REGISTER_COMMAND(CommandSpec{{"killSessions"}, [](OperationContext&, bson_t*) {}});
 HALO_REGISTER_COMMAND(CommandSpec{{"startSession"}, [](OperationContext&, bson_t* r) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "bson/compare.h"
 #include "store/aggregate/pipeline.h"
 #include "store/commands/write_path.h"
 #include "store/exec/change_stream.h"
@@ -63,7 +64,21 @@ class ChangeStreamCursor : public DocStream {
 public:
     ChangeStreamCursor(std::unique_ptr<DocStream> pipeline, ChangeStream* source)
         : pipeline_(std::move(pipeline)), source_(source) {}
-    std::optional<bson::Doc> next(Session& s) override { return pipeline_->next(s); }
+    std::optional<bson::Doc> next(Session& s) override {
+        auto ev = pipeline_->next(s);
+        // The resume token must survive the user's stages, or resuming is impossible.
+        if (ev) {
+            bson_iter_t it;
+            auto token = source_->postBatchResumeToken();
+            bson_t id;
+            if (!bson::subDocument(ev->get(), "_id", &id) || !token || bson::compareDocs(&id, token->get()) != 0)
+                uasserted(ErrorCode::ChangeStreamFatalError,
+                          "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "
+                          "Modifying the _id field of an event makes it impossible to resume the stream from that point.");
+            (void)it;
+        }
+        return ev;
+    }
     std::optional<bson::Doc> postBatchResumeToken() const override { return source_->postBatchResumeToken(); }
     bool isTailable() const override { return source_->isTailable() || !source_->isExhausted(); }
     bool isExhausted() const override { return source_->isExhausted(); }

@@ -151,11 +151,10 @@ void runGetMore(OperationContext& op, bson_t* reply) {
                 uasserted(ErrorCode::QueryPlanKilled, "collection dropped");
         }
         uint64_t commitSeq = op.store.oplog().commitSeq();
-        PooledSession s(op.store.catalog().sessions());
-        Txn txn(*s);
+        ReadScope rs(op.store);
         bson_t probe = BSON_INITIALIZER;
-        exhausted = fillBatch(*s, *cursor->stream, &probe, "nextBatch", batchSize, false);
-        txn.commit(false);
+        exhausted = fillBatch(rs.session(), *cursor->stream, &probe, "nextBatch", batchSize, false);
+        rs.done();
         bson_t arr;
         emptyBatch = bson::subDocument(&probe, "nextBatch", &arr) && bson_count_keys(&arr) == 0;
         if (emptyBatch && !exhausted && cursor->awaitData && op.deferral && !op.finalAttempt) {
@@ -281,13 +280,16 @@ bson::Doc prepareInsert(const bson_t* doc) {
     return out;
 }
 
-void insertOne(Store& store, const std::string& ns, const bson_t* doc) {
+void insertOne(Store& store, const std::string& ns, const bson_t* doc, int32_t stmtId) {
     auto coll = store.catalog().lookup(ns);
     HALO_INVARIANT(coll != nullptr);
     bson::Doc prepared = prepareInsert(doc);
     runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
         rs::insert(s, *coll, prepared.get());
         logInsert(log, *coll, prepared.get());
+        bson::Doc outcome;
+        BSON_APPEND_INT32(outcome.mut(), "n", 1);
+        recordOutcome(store, s, stmtId, outcome.get());
     });
     coll->numRecords++;
     coll->dataSize += prepared.size();
@@ -331,9 +333,10 @@ void runInsert(OperationContext& op, bson_t* reply) {
         bson::View doc(data, len);
         try {
             op.store.counters().insert++;
-            insertOne(op.store, ns, doc.get());
+            if (!priorOutcome(op.store, i)) insertOne(op.store, ns, doc.get(), i);
             ++n;
         } catch (const DBException& e) {
+            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
             errors.push_back(writeErrorFrom(i, e));
             if (ordered) break;
         }
@@ -428,9 +431,32 @@ struct UpdateOutcome {
 };
 
 /// Applies one update statement. `sort` picks the first document (findAndModify).
+bson::Doc outcomeDoc(const UpdateOutcome& o) {
+    bson::Doc d;
+    BSON_APPEND_INT64(d.mut(), "n", o.n);
+    BSON_APPEND_INT64(d.mut(), "nModified", o.nModified);
+    if (o.upsertedId) BSON_APPEND_DOCUMENT(d.mut(), "upserted", o.upsertedId->get());
+    if (o.before) BSON_APPEND_DOCUMENT(d.mut(), "before", o.before->get());
+    if (o.after) BSON_APPEND_DOCUMENT(d.mut(), "after", o.after->get());
+    return d;
+}
+
+UpdateOutcome outcomeFromDoc(const bson_t* d) {
+    UpdateOutcome o;
+    bson_iter_t it;
+    if (bson::find(d, "n", &it)) o.n = bson_iter_as_int64(&it);
+    if (bson::find(d, "nModified", &it)) o.nModified = bson_iter_as_int64(&it);
+    bson_t sub;
+    if (bson::subDocument(d, "upserted", &sub)) o.upsertedId = bson::Doc::copyOf(&sub);
+    if (bson::subDocument(d, "before", &sub)) o.before = bson::Doc::copyOf(&sub);
+    if (bson::subDocument(d, "after", &sub)) o.after = bson::Doc::copyOf(&sub);
+    return o;
+}
+
 UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, const bson_t* u, bool pipelineUpdate,
                          const bson_t* arrayFilters, bool multi, bool upsert, const bson_t* sort,
-                         const bson_t* hint, bool wantDocs) {
+                         const bson_t* hint, bool wantDocs, int32_t stmtId) {
+    if (auto prior = priorOutcome(store, stmtId)) return outcomeFromDoc(prior->get());
     auto driver = std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters);
     auto matcher = uassertStatusOK(query::Matcher::parse(q));
     UpdateOutcome out;
@@ -503,6 +529,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
             out.upsertedId = std::move(idDoc);
             if (wantDocs) out.after = std::move(prepared);
         }
+        recordOutcome(store, s, stmtId, outcomeDoc(out).get());
         return std::move(out);
     });
 }
@@ -548,7 +575,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
             if (upsert) ensureCollection(op.store, ns);
             CollectionLock lk(op.store.catalog());
             auto o = updateDocs(op.store, ns, &q, &u, pipelineUpdate, haveAf ? &af : nullptr, multi, upsert, nullptr,
-                                hint.empty() ? nullptr : hint.get(), false);
+                                hint.empty() ? nullptr : hint.get(), false, i);
             n += o.n;
             nModified += o.nModified;
             if (o.upsertedId) {
@@ -564,6 +591,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                 anyUpsert = true;
             }
         } catch (const DBException& e) {
+            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
             errors.push_back(writeErrorFrom(i, e));
             if (ordered) break;
         }
@@ -581,7 +609,13 @@ HALO_REGISTER_COMMAND(CommandSpec{{"update"}, runUpdate});
 
 /// Deletes matching documents (limit 1 stops at the first); returns the count.
 int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool justOne, const bson_t* sort,
-                   const bson_t* hint, std::optional<bson::Doc>* removed) {
+                   const bson_t* hint, std::optional<bson::Doc>* removed, int32_t stmtId) {
+    if (auto prior = priorOutcome(store, stmtId)) {
+        bson_iter_t it;
+        bson_t doc;
+        if (removed && bson::subDocument(prior->get(), "removed", &doc)) *removed = bson::Doc::copyOf(&doc);
+        return bson::find(prior->get(), "n", &it) ? bson_iter_as_int64(&it) : 0;
+    }
     auto matcher = std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q)));
     Catalog& catalog = store.catalog();
     return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) -> int64_t {
@@ -613,6 +647,10 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
             coll->numRecords--;
             coll->dataSize -= doc.size();
         }
+        bson::Doc outcome;
+        BSON_APPEND_INT64(outcome.mut(), "n", static_cast<int64_t>(targets.size()));
+        if (removed && !targets.empty()) BSON_APPEND_DOCUMENT(outcome.mut(), "removed", targets.front().second.get());
+        recordOutcome(store, s, stmtId, outcome.get());
         if (removed && !targets.empty()) *removed = std::move(targets.front().second);
         return static_cast<int64_t>(targets.size());
     });
@@ -649,8 +687,9 @@ void runDelete(OperationContext& op, bson_t* reply) {
             bson::Doc hint = hintOf(stmt.get());
             op.store.counters().del++;
             CollectionLock lk(op.store.catalog());
-            n += deleteDocs(op.store, ns, &q, limit == 1, nullptr, hint.empty() ? nullptr : hint.get(), nullptr);
+            n += deleteDocs(op.store, ns, &q, limit == 1, nullptr, hint.empty() ? nullptr : hint.get(), nullptr, i);
         } catch (const DBException& e) {
+            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
             errors.push_back(writeErrorFrom(i, e));
             if (ordered) break;
         }
@@ -693,7 +732,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         op.store.counters().del++;
         CollectionLock lk(op.store.catalog());
         int64_t n = deleteDocs(op.store, ns, query, true, haveSort ? &sort : nullptr,
-                               hint.empty() ? nullptr : hint.get(), &value);
+                               hint.empty() ? nullptr : hint.get(), &value, 0);
         BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
         BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(n));
         bson_append_document_end(reply, &leo);
@@ -702,7 +741,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         if (upsert) ensureCollection(op.store, ns);
         CollectionLock lk(op.store.catalog());
         auto o = updateDocs(op.store, ns, query, &update, pipelineUpdate, haveAf ? &af : nullptr, false, upsert,
-                            haveSort ? &sort : nullptr, hint.empty() ? nullptr : hint.get(), true);
+                            haveSort ? &sort : nullptr, hint.empty() ? nullptr : hint.get(), true, 0);
         BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
         BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(o.n + (o.upsertedId ? 1 : 0)));
         BSON_APPEND_BOOL(&leo, "updatedExisting", o.n > 0);
@@ -754,9 +793,8 @@ void runCount(OperationContext& op, bson_t* reply) {
             spec.skip = skip;
             spec.limit = limit;
             FindExecutor exec(coll, std::move(spec));
-            PooledSession s(op.store.catalog().sessions());
-            Txn txn(*s);
-            while (exec.next(*s)) ++n;
+            ReadScope rs(op.store);
+            while (exec.next(rs.session())) ++n;
         }
     }
     if (n <= INT32_MAX) BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
@@ -822,8 +860,8 @@ void runDistinct(OperationContext& op, bson_t* reply) {
         spec.filter = std::move(query);
         spec.hint = hintOf(op.cmd);
         FindExecutor exec(coll, std::move(spec));
-        PooledSession s(op.store.catalog().sessions());
-        Txn txn(*s);
+        ReadScope rs(op.store);
+        Session* s = &rs.session();
         std::vector<bson::Doc> holders;
         std::vector<bson_value_t> distinct;
         size_t bytes = 0;

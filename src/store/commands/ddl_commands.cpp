@@ -194,7 +194,15 @@ HALO_REGISTER_COMMAND(CommandSpec{{"createIndexes"}, [](OperationContext& op, bs
         const uint8_t* data;
         bson_iter_document(&a, &len, &data);
         bson::View spec(data, len);
+        size_t before = op.store.catalog().lookup(ns)->indexes.size();
         uassertStatusOK(op.store.catalog().createIndex(ns, spec.get()));
+        auto after = op.store.catalog().lookup(ns);
+        if (after->indexes.size() > before) {
+            bson::Doc o;
+            BSON_APPEND_UTF8(o.mut(), "createIndexes", after->name.c_str());
+            BSON_APPEND_DOCUMENT(o.mut(), "spec", after->indexes.back()->spec.get());
+            logCommand(op.store, after->db, o.get(), after->uuid);
+        }
         ++specs;
     }
     if (specs == 0) uasserted(ErrorCode::BadValue, "Must specify at least one index to create");
@@ -203,6 +211,44 @@ HALO_REGISTER_COMMAND(CommandSpec{{"createIndexes"}, [](OperationContext& op, bs
     BSON_APPEND_INT32(reply, "numIndexesAfter", after);
     if (after == before) BSON_APPEND_UTF8(reply, "note", "all indexes already exist");
     BSON_APPEND_BOOL(reply, "createdCollectionAutomatically", created);
+}});
+
+HALO_REGISTER_COMMAND(CommandSpec{{"collMod"}, [](OperationContext& op, bson_t*) {
+    std::string ns = nsOf(op);
+    std::unique_lock lk(op.store.catalog().ddlLock());
+    auto coll = op.store.catalog().lookup(ns);
+    if (!coll) uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
+    // Options replace their previous values; others are kept.
+    bson::Doc next;
+    bson::Doc changes;
+    bson_iter_t it;
+    bson_iter_init(&it, op.cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "changeStreamPreAndPostImages" || k == "validator" || k == "validationLevel" ||
+            k == "validationAction" || k == "expireAfterSeconds") {
+            bson::appendIter(changes.mut(), k, it);
+        } else if (k == "index") {
+            continue;  // TTL/hidden changes on an index: accepted, nothing to store yet
+        } else if (k == "$db" || k == "lsid" || k == "$clusterTime" || k == "writeConcern" || k == "comment" ||
+                   k == "$readPreference" || k == "apiVersion" || k == "apiStrict" || k == "apiDeprecationErrors") {
+            continue;
+        } else if (k == "viewOn" || k == "pipeline") {
+            uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
+        } else {
+            uasserted(ErrorCode::InvalidOptions, fmt::format("unknown option to collMod: {}", k));
+        }
+    }
+    bson_iter_init(&it, coll->options.get());
+    while (bson_iter_next(&it))
+        if (!bson_has_field(changes.get(), bson_iter_key(&it))) bson::appendIter(next.mut(), bson_iter_key(&it), it);
+    bson_concat(next.mut(), changes.get());
+    uassertStatusOK(op.store.catalog().setOptions(ns, next.get()));
+    bson::Doc o;
+    BSON_APPEND_UTF8(o.mut(), "collMod", coll->name.c_str());
+    bson_concat(o.mut(), changes.get());
+    logCommand(op.store, coll->db, o.get(), coll->uuid);
 }});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"listIndexes"}, [](OperationContext& op, bson_t* reply) {
@@ -259,7 +305,14 @@ HALO_REGISTER_COMMAND(CommandSpec{{"dropIndexes", "deleteIndexes"}, [](Operation
     }
     for (const auto& n : names) {
         if (n == "_id_") uasserted(ErrorCode::InvalidOptions, "cannot drop _id index");
+        const IndexEntry* idx = coll->findIndex(n);
+        bson::Doc spec = idx ? idx->spec.copy() : bson::Doc();
         uassertStatusOK(op.store.catalog().dropIndex(ns, n));
+        bson::Doc o;
+        BSON_APPEND_UTF8(o.mut(), "dropIndexes", coll->name.c_str());
+        BSON_APPEND_UTF8(o.mut(), "index", n.c_str());
+        BSON_APPEND_DOCUMENT(o.mut(), "spec", spec.get());
+        logCommand(op.store, coll->db, o.get(), coll->uuid);
     }
 }});
 

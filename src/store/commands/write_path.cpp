@@ -72,6 +72,36 @@ void logCommand(Store& store, const std::string& db, const bson_t* o, const uint
     });
 }
 
+std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId) {
+    CurrentOperation& cur = currentOperation();
+    if (!cur.retryable) return std::nullopt;
+    PooledSession s(store.catalog().sessions());
+    Txn txn(*s);
+    return cur.sessions->findStatement(*s, *cur.retryable, cur.txnNumber, stmtId);
+}
+
+void recordOutcome(Store&, Session& s, int32_t stmtId, const bson_t* outcome) {
+    CurrentOperation& cur = currentOperation();
+    if (!cur.retryable) return;
+    cur.sessions->recordStatement(s, *cur.retryable, cur.txnNumber, stmtId, outcome);
+}
+
+ReadScope::ReadScope(Store& store) {
+    if (SessionState* txn = currentOperation().txn) {
+        session_ = txn->wtSession.get();
+    } else {
+        pooled_.emplace(store.catalog().sessions());
+        session_ = &**pooled_;
+        txn_.emplace(*session_);
+    }
+}
+
+ReadScope::~ReadScope() = default;
+
+void ReadScope::done() {
+    if (txn_) txn_->commit(false);
+}
+
 void validateDbName(std::string_view db) {
     if (db.empty() || db.size() >= 64 || db.find_first_of("/\\. \"$") != std::string_view::npos ||
         db.find('\0') != std::string_view::npos)
@@ -139,10 +169,9 @@ void replyWithCursor(OperationContext& op, const std::string& ns, std::shared_pt
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
     bool exhausted;
     {
-        PooledSession s(op.store.catalog().sessions());
-        Txn txn(*s);
-        exhausted = fillBatch(*s, *stream, &cursor, "firstBatch", batchSize, true);
-        txn.commit(false);
+        ReadScope rs(op.store);
+        exhausted = fillBatch(rs.session(), *stream, &cursor, "firstBatch", batchSize, true);
+        rs.done();
     }
     int64_t id = 0;
     tailable = tailable || stream->isTailable();

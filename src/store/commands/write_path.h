@@ -6,6 +6,7 @@
 #include "store/commands/command.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
+#include "store/txn/session_catalog.h"
 #include "store/server/store.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
@@ -30,6 +31,12 @@ void ensureCollection(Store& store, const std::string& ns);
 /// and its oplog entries commit together, durably, before this returns.
 template <typename Fn>
 auto runWriteTxn(Store& store, Fn&& fn) {
+    if (SessionState* txn = currentOperation().txn) {
+        // Inside a multi-document transaction: its snapshot, its buffered oplog,
+        // no commit here; a conflict aborts the transaction (no internal retry).
+        Oplog::Unit unit(store.oplog(), *txn->wtSession, &txn->txnOps);
+        return fn(*txn->wtSession, unit);
+    }
     PooledSession s(store.catalog().sessions());
     for (int attempt = 0;; ++attempt) {
         try {
@@ -52,6 +59,28 @@ auto runWriteTxn(Store& store, Fn&& fn) {
         }
     }
 }
+
+/// Retryable writes: the recorded outcome of statement `stmtId` of the current
+/// (lsid, txnNumber), when it already executed; nullopt otherwise.
+std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId);
+/// Records a statement's outcome in the write's own transaction (no-op unless
+/// the command is a retryable write).
+void recordOutcome(Store& store, Session& s, int32_t stmtId, const bson_t* outcome);
+
+/// A read's storage transaction: the open multi-document transaction's
+/// snapshot when there is one, else a pooled session with its own snapshot.
+class ReadScope {
+public:
+    explicit ReadScope(Store& store);
+    ~ReadScope();
+    Session& session() { return *session_; }
+    void done();
+
+private:
+    std::optional<PooledSession> pooled_;
+    std::optional<Txn> txn_;
+    Session* session_;
+};
 
 /// Oplog helpers for the CRUD write path.
 void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc);

@@ -234,6 +234,11 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         appendTimestamp(ev, "clusterTime", ts);
         BSON_APPEND_DATE_TIME(ev, "wallTime", wall);
     };
+    bson_iter_t uiIt;
+    bool haveUi = bson::find(entry, "ui", &uiIt) && BSON_ITER_HOLDS_BINARY(&uiIt);
+    auto appendUuid = [&](bson_t* ev) {
+        if (spec_.showExpandedEvents && haveUi) bson::appendIter(ev, "collectionUUID", uiIt);
+    };
     auto sessionInfo = [&](bson_t* ev) {
         if (haveLsid) {
             BSON_APPEND_DOCUMENT(ev, "lsid", &lsid);
@@ -253,6 +258,11 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         bool haveO2 = bson::subDocument(e, "o2", &o2);
         bool havePost = bson::subDocument(e, "postImage", &post);
         bool havePre = bson::subDocument(e, "preImage", &pre);
+        bson_iter_t eui;
+        bool haveEui = bson::find(e, "ui", &eui) && BSON_ITER_HOLDS_BINARY(&eui);
+        auto crudUuid = [&](bson_t* ev) {
+            if (spec_.showExpandedEvents && haveEui) bson::appendIter(ev, "collectionUUID", eui);
+        };
         auto preImage = [&](bson_t* ev) {
             if (spec_.fullDocumentBeforeChange == "off") return;
             if (havePre) BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", &pre);
@@ -263,6 +273,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         if (eop == "i") {
             queue([&](bson_t* ev) {
                 header(ev, "insert");
+                crudUuid(ev);
                 BSON_APPEND_DOCUMENT(ev, "fullDocument", &o);
                 appendNs(ev, "ns", ens);
                 if (haveO2) BSON_APPEND_DOCUMENT(ev, "documentKey", &o2);
@@ -272,6 +283,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
             bool isUpdate = bson_has_field(&o, "$v");
             queue([&](bson_t* ev) {
                 header(ev, isUpdate ? "update" : "replace");
+                crudUuid(ev);
                 if (!isUpdate) {
                     BSON_APPEND_DOCUMENT(ev, "fullDocument", &o);
                 } else if (spec_.fullDocument == "updateLookup") {
@@ -301,6 +313,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         } else if (eop == "d") {
             queue([&](bson_t* ev) {
                 header(ev, "delete");
+                crudUuid(ev);
                 appendNs(ev, "ns", ens);
                 BSON_APPEND_DOCUMENT(ev, "documentKey", &o);
                 preImage(ev);
@@ -351,6 +364,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         if (!matchesNs(target)) return;
         queue([&](bson_t* ev) {
             header(ev, "drop");
+            appendUuid(ev);
             appendNs(ev, "ns", target);
         });
         if (spec_.scope == ChangeStreamSpec::Scope::Collection) invalidate();
@@ -360,6 +374,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         if (!matchesNs(from) && !(spec_.scope != ChangeStreamSpec::Scope::Collection && matchesNs(to))) return;
         queue([&](bson_t* ev) {
             header(ev, "rename");
+            appendUuid(ev);
             appendNs(ev, "ns", from);
             appendNs(ev, "to", to);
         });
@@ -371,14 +386,28 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
             appendNs(ev, "ns", db);
         });
         if (spec_.scope != ChangeStreamSpec::Scope::Cluster) invalidate();
-    } else if ((cmd == "create" || cmd == "createIndexes" || cmd == "dropIndexes") && spec_.showExpandedEvents &&
-               BSON_ITER_HOLDS_UTF8(&first)) {
+    } else if ((cmd == "create" || cmd == "createIndexes" || cmd == "dropIndexes" || cmd == "collMod") &&
+               spec_.showExpandedEvents && BSON_ITER_HOLDS_UTF8(&first)) {
         std::string target = db + "." + bson_iter_utf8(&first, nullptr);
         if (!matchesNs(target)) return;
         queue([&](bson_t* ev) {
-            header(ev, cmd.c_str());
+            header(ev, cmd == "collMod" ? "modify" : cmd.c_str());
+            appendUuid(ev);
             appendNs(ev, "ns", target);
-            BSON_APPEND_DOCUMENT(ev, "operationDescription", &o);
+            bson_t desc;
+            BSON_APPEND_DOCUMENT_BEGIN(ev, "operationDescription", &desc);
+            if (cmd == "createIndexes" || cmd == "dropIndexes") {
+                bson_t spec, arr;
+                BSON_APPEND_ARRAY_BEGIN(&desc, "indexes", &arr);
+                if (bson::subDocument(&o, "spec", &spec)) BSON_APPEND_DOCUMENT(&arr, "0", &spec);
+                bson_append_array_end(&desc, &arr);
+            } else {
+                bson_iter_t f;
+                bson_iter_init(&f, &o);
+                bson_iter_next(&f);
+                while (bson_iter_next(&f)) bson::appendIter(&desc, bson_iter_key(&f), f);
+            }
+            bson_append_document_end(ev, &desc);
         });
     }
 }

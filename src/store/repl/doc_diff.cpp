@@ -47,8 +47,12 @@ void diffInto(const bson_t* before, const bson_t* after, const std::string& pref
             bson::appendIter(d.updated.mut(), path, it);
             continue;
         }
-        const bson_value_t* nv = bson_iter_value(&it);
-        const bson_value_t* ov = bson_iter_value(&o->second);
+        // Copy the value structs: bson_iter_value points into the iterator itself,
+        // which erase() destroys (the data they point to lives in the documents).
+        const bson_value_t nvCopy = *bson_iter_value(&it);
+        const bson_value_t ovCopy = *bson_iter_value(&o->second);
+        const bson_value_t* nv = &nvCopy;
+        const bson_value_t* ov = &ovCopy;
         old.erase(o);
         if (nv->value_type == ov->value_type && bson::compareValues(*nv, *ov) == 0) continue;
         if (nv->value_type == BSON_TYPE_DOCUMENT && ov->value_type == BSON_TYPE_DOCUMENT) {

@@ -4,8 +4,10 @@
 
 #include "common/log.h"
 #include "store/commands/command.h"
+#include "store/txn/session_catalog.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
+#include "store/txn/session_catalog.h"
 #include "store/server/service.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
@@ -41,6 +43,9 @@ Status Store::start() {
     oplog_ = std::make_unique<Oplog>(*catalog_, clock_, opts_.oplogSizeMB * 1024 * 1024);
     s = oplog_->open();
     if (!s.isOK()) return s;
+    sessions_ = std::make_unique<SessionCatalog>(*engine_, *catalog_, *oplog_);
+    s = sessions_->open();
+    if (!s.isOK()) return s;
 
     listener_ = std::make_unique<net::Listener>(
         io_, opts_.bindIp, opts_.port, [this](const net::ConnectionInfo& info) {
@@ -56,6 +61,7 @@ Status Store::start() {
             if (ec || self->stopping_) return;
             self->cursors_->reapIdle();
             self->oplog_->truncateIfNeeded();
+            self->sessions_->reap(std::chrono::seconds(60), std::chrono::minutes(30));
             self->reaperTimer_->expires_after(std::chrono::seconds(1));
             self->reaperTimer_->async_wait(*this);
         }
@@ -83,6 +89,7 @@ void Store::stop() {
     listener_.reset();
     reaperTimer_.reset();
     cursors_.reset();
+    sessions_.reset();
     oplog_.reset();
     if (catalog_) catalog_->shutdown();
     catalog_.reset();
@@ -136,7 +143,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     bson_t body = BSON_INITIALIZER;
     try {
         gossipClusterTime(cmd);
-        spec->run(op, &body);
+        runWithSession(op, *spec, &body);
         bson_concat(reply, &body);
         bson_iter_t okIt;
         if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);
@@ -147,7 +154,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     } catch (const DBException& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
-        appendErrorLabels(reply, e.status());
+        appendErrorLabels(reply, e.status(), bson_has_field(cmd, "autocommit"));
     } catch (const std::exception& e) {
         bson_reinit(reply);
         appendError(reply, Status(ErrorCode::InternalError, e.what()));
@@ -182,8 +189,104 @@ void Store::appendClusterTime(bson_t* reply) {
     bson_append_document_end(reply, &ct);
 }
 
-void Store::appendErrorLabels(bson_t* reply, const Status& s) {
-    if (s.code() == ErrorCode::WriteConflict || s.code() == ErrorCode::NoSuchTransaction) {
+namespace {
+
+/// Commands that may run inside a multi-document transaction.
+bool allowedInTransaction(std::string_view name) {
+    static constexpr std::string_view kAllowed[] = {
+        "find", "getMore", "killCursors", "insert", "update", "delete", "findAndModify", "findandmodify",
+        "aggregate", "distinct", "commitTransaction", "abortTransaction", "create", "createIndexes",
+        "bulkWrite", "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "endSessions"};
+    for (auto a : kAllowed)
+        if (a == name) return true;
+    return false;
+}
+
+/// Resets the thread's current-operation context when the command ends.
+struct CurrentOperationScope {
+    ~CurrentOperationScope() { currentOperation() = CurrentOperation{}; }
+};
+
+}  // namespace
+
+void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
+    bson_t lsidDoc;
+    if (!bson::subDocument(op.cmd, "lsid", &lsidDoc)) {
+        if (bson_has_field(op.cmd, "txnNumber"))
+            uasserted(ErrorCode::IllegalOperation, "Transaction numbers are only allowed on commands with a session id");
+        spec.run(op, body);
+        return;
+    }
+    auto st = sessions_->get(&lsidDoc);
+    bson_iter_t it;
+    bool haveTxnNumber = bson::find(op.cmd, "txnNumber", &it);
+    int64_t txnNumber = haveTxnNumber ? bson_iter_as_int64(&it) : -1;
+    bool autocommitFalse = bson::find(op.cmd, "autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
+    bool startTxn = bson::find(op.cmd, "startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
+    if (op.name == "endSessions") {
+        spec.run(op, body);
+        return;
+    }
+    if (!haveTxnNumber) {
+        if (autocommitFalse || startTxn)
+            uasserted(ErrorCode::InvalidOptions, "txnNumber must be provided for multi-document transactions");
+        spec.run(op, body);  // a plain session: nothing to track
+        return;
+    }
+    std::unique_lock lk(st->mu);
+    CurrentOperationScope scope;
+    CurrentOperation& cur = currentOperation();
+    cur.sessions = sessions_.get();
+    cur.txnNumber = txnNumber;
+    if (!autocommitFalse) {
+        if (startTxn) uasserted(ErrorCode::InvalidOptions, "startTransaction requires autocommit: false");
+        // A retryable write (or a read carrying a txnNumber).
+        sessions_->checkTxnNumber(*st, txnNumber);
+        cur.retryable = st.get();
+        spec.run(op, body);
+        return;
+    }
+    if (!isReplicaSet())
+        uasserted(ErrorCode::IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos");
+    if (!allowedInTransaction(op.name))
+        uasserted(ErrorCode::OperationNotSupportedInTransaction,
+                  fmt::format("Cannot run '{}' in a multi-document transaction.", op.name));
+    if (startTxn) {
+        sessions_->checkTxnNumber(*st, txnNumber);
+        if (st->txnNumber == txnNumber && st->txn != SessionState::Txn::None)
+            uasserted(ErrorCode::ConflictingOperationInProgress,
+                      fmt::format("Transaction {} has already been started on this session.", txnNumber));
+        sessions_->begin(*st, txnNumber);
+    } else if (st->txnNumber != txnNumber) {
+        uasserted(ErrorCode::NoSuchTransaction,
+                  fmt::format("Given transaction number {} does not match any in-progress transactions. The active "
+                              "transaction number is {}", txnNumber, st->txnNumber));
+    }
+    if (op.name == "commitTransaction" && st->txn == SessionState::Txn::Committed) return;  // retried commit
+    if (st->txn != SessionState::Txn::InProgress) {
+        uasserted(ErrorCode::NoSuchTransaction,
+                  st->txn == SessionState::Txn::Aborted ? fmt::format("Transaction with {{ txnNumber: {} }} has been aborted.", txnNumber)
+                                                        : fmt::format("Transaction {} is not in progress", txnNumber));
+    }
+    cur.txn = st.get();
+    try {
+        spec.run(op, body);
+    } catch (...) {
+        // Any error inside a transaction aborts it, as in mongod.
+        sessions_->abort(*st);
+        throw;
+    }
+}
+
+void Store::appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction) {
+    if (s.code() == ErrorCode::ChangeStreamFatalError || s.code() == ErrorCode::ChangeStreamHistoryLost) {
+        bson_t labels;
+        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
+        BSON_APPEND_UTF8(&labels, "0", "NonResumableChangeStreamError");
+        bson_append_array_end(reply, &labels);
+        return;
+    }
+    if (s.code() == ErrorCode::WriteConflict || (inTransaction && s.code() == ErrorCode::NoSuchTransaction)) {
         bson_t labels;
         BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
         BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");

@@ -25,7 +25,9 @@ class Engine;
 class Catalog;
 class CursorManager;
 class Oplog;
+class SessionCatalog;
 struct Deferral;
+struct OperationContext;
 
 /// Per-connection state shared by the commands run on that connection.
 struct ClientState {
@@ -74,6 +76,7 @@ public:
     bool isReplicaSet() const { return !opts_.replSet.empty(); }
     LogicalClock& clock() { return clock_; }
     Oplog& oplog() { return *oplog_; }
+    SessionCatalog& sessions() { return *sessions_; }
     /// A random id for this process's topologyVersion.
     const bson_oid_t& processId() const { return processId_; }
     asio::io_context& io() { return io_; }
@@ -81,7 +84,8 @@ public:
 private:
     void gossipClusterTime(const bson_t* cmd);
     void appendClusterTime(bson_t* reply);
-    void appendErrorLabels(bson_t* reply, const Status& s);
+    void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
+    void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
 
     StoreOptions opts_;
     std::unique_ptr<Engine> engine_;
@@ -89,6 +93,7 @@ private:
     std::unique_ptr<CursorManager> cursors_;
     LogicalClock clock_;
     std::unique_ptr<Oplog> oplog_;
+    std::unique_ptr<SessionCatalog> sessions_;
     bson_oid_t processId_;
     asio::io_context io_;
     std::unique_ptr<net::Listener> listener_;

@@ -548,6 +548,34 @@ Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
     return st;
 }
 
+Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
+    auto it = colls_.find(ns);
+    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
+    auto coll = it->second;
+    auto next = std::make_shared<CollectionEntry>();
+    next->ns = coll->ns;
+    next->db = coll->db;
+    next->name = coll->name;
+    std::memcpy(next->uuid, coll->uuid, 16);
+    next->options = bson::Doc::copyOf(options);
+    next->uri = coll->uri;
+    next->indexes = coll->indexes;
+    next->nextRecordId = coll->nextRecordId.load();
+    next->numRecords = coll->numRecords.load();
+    next->dataSize = coll->dataSize.load();
+    PooledSession s(sessions_);
+    try {
+        Txn txn(*s);
+        Status st = persist(*s, *next);
+        if (!st.isOK()) return st;
+        txn.commit();
+    } catch (const DBException& ex) {
+        return ex.status();
+    }
+    colls_[ns] = next;
+    return Status::OK();
+}
+
 Status Catalog::dropIndex(const std::string& ns, const std::string& name) {
     auto it = colls_.find(ns);
     if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, fmt::format("ns not found {}", ns));

@@ -120,6 +120,8 @@ public:
     /// duplicate key for unique indexes.
     Status createIndex(const std::string& ns, const bson_t* spec);
     Status dropIndex(const std::string& ns, const std::string& name);
+    /// Replaces the collection's options (collMod).
+    Status setOptions(const std::string& ns, const bson_t* options);
 
     /// Parses and validates an index spec as createIndexes receives it.
     static StatusWith<std::shared_ptr<IndexEntry>> parseIndexSpec(const std::string& ns,

@@ -184,8 +184,10 @@ async function openChangeStream(target, pipeline, opts, ctx) {
   const cs = target.watch(pipeline || [], opts);
   cs.__kind = 'changeStream';
   ctx.cursors.push(cs);
-  // Make the driver send the aggregate now (the spec's createChangeStream is eager).
-  await cs.tryNext();
+  // Make the driver send the aggregate now (the spec's createChangeStream is eager),
+  // without a getMore: initialise the underlying cursor when the driver exposes it.
+  if (cs.cursor && typeof cs.cursor.cursorInit === 'function') await cs.cursor.cursorInit();
+  else await cs.tryNext();
   return cs;
 }
 

@@ -521,6 +521,12 @@ async function main() {
     console.log(`conformance: server ${facts.version}, topology ${facts.topology}, ${files.length} files from ${opts.dir}`);
     const runner = { uri, internal, server: facts };
     for (const rel of files) {
+      if (server && !server.proc.running) {
+        // The server died: every remaining file would only time out. Fail now, loudly.
+        console.log(`conformance: the server exited while running the previous file; stopping\n${server.proc.tail()}`);
+        exitCode = 1;
+        break;
+      }
       const r = await runFile(rel, runner, opts);
       results.push(r);
       totals.passed += r.passed;

@@ -1,0 +1,259 @@
+#include "store/txn/session_catalog.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "store/repl/oplog.h"
+
+namespace halo::store {
+namespace {
+
+constexpr const char* kRetryableUri = "table:_retryable";
+
+std::string lsidKey(const bson_t* lsid) {
+    bson_iter_t it;
+    if (!bson::find(lsid, "id", &it) || !BSON_ITER_HOLDS_BINARY(&it))
+        uasserted(ErrorCode::Location40414, "BSON field 'lsid.id' is missing but a required field");
+    bson_subtype_t st;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_binary(&it, &st, &len, &data);
+    if (len != 16) uasserted(ErrorCode::InvalidUUID, "lsid.id must be a 16-byte UUID");
+    std::string key(reinterpret_cast<const char*>(data), len);
+    // Sessions of different users are distinct even with equal ids.
+    if (bson::find(lsid, "uid", &it) && BSON_ITER_HOLDS_BINARY(&it)) {
+        bson_iter_binary(&it, &st, &len, &data);
+        key.append(reinterpret_cast<const char*>(data), len);
+    }
+    return key;
+}
+
+void putBE64(std::string& out, uint64_t v) {
+    for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xFF));
+}
+void putBE32(std::string& out, uint32_t v) {
+    for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xFF));
+}
+uint64_t getBE64(const uint8_t* p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+    return v;
+}
+
+/// Row key: len(lsid key) byte, lsid key, txnNumber (big-endian, sign-flipped), stmtId.
+std::string rowPrefix(const std::string& lsid) {
+    std::string k;
+    k.push_back(static_cast<char>(lsid.size()));
+    k += lsid;
+    return k;
+}
+std::string rowKey(const std::string& lsid, int64_t txnNumber, int32_t stmtId) {
+    std::string k = rowPrefix(lsid);
+    putBE64(k, static_cast<uint64_t>(txnNumber) ^ (1ull << 63));
+    putBE32(k, static_cast<uint32_t>(stmtId));
+    return k;
+}
+
+WT_ITEM item(const std::string& s) {
+    WT_ITEM it{};
+    it.data = s.data();
+    it.size = s.size();
+    return it;
+}
+
+}  // namespace
+
+CurrentOperation& currentOperation() {
+    thread_local CurrentOperation op;
+    return op;
+}
+
+SessionCatalog::SessionCatalog(Engine& engine, Catalog& catalog, Oplog& oplog)
+    : engine_(engine), catalog_(catalog), oplog_(oplog) {}
+
+Status SessionCatalog::open() {
+    PooledSession s(catalog_.sessions());
+    return engine_.createTable(*s, kRetryableUri, "u", "u");
+}
+
+std::shared_ptr<SessionState> SessionCatalog::get(const bson_t* lsid) {
+    std::string key = lsidKey(lsid);
+    std::lock_guard lk(mu_);
+    auto& st = sessions_[key];
+    if (!st) {
+        st = std::make_shared<SessionState>();
+        st->key = key;
+        st->lsid = bson::Doc::copyOf(lsid);
+    }
+    st->lastUse = std::chrono::steady_clock::now();
+    return st;
+}
+
+void SessionCatalog::end(const bson_t* lsid) {
+    std::shared_ptr<SessionState> st;
+    {
+        std::lock_guard lk(mu_);
+        auto it = sessions_.find(lsidKey(lsid));
+        if (it == sessions_.end()) return;
+        st = it->second;
+        sessions_.erase(it);
+    }
+    std::lock_guard lk(st->mu);
+    if (st->txn == SessionState::Txn::InProgress) abort(*st);
+}
+
+void SessionCatalog::begin(SessionState& st, int64_t txnNumber) {
+    if (st.txn == SessionState::Txn::InProgress) abort(st);
+    st.wtSession = engine_.newSession();
+    st.wtSession->begin("isolation=snapshot");
+    st.txnOps.clear();
+    st.txnNumber = txnNumber;
+    st.txn = SessionState::Txn::InProgress;
+    st.txnStart = std::chrono::steady_clock::now();
+}
+
+void SessionCatalog::commit(SessionState& st) {
+    HALO_INVARIANT(st.txn == SessionState::Txn::InProgress && st.wtSession);
+    try {
+        Oplog::Unit unit(oplog_, *st.wtSession);
+        if (!st.txnOps.empty()) {
+            OplogEntry e;
+            e.op = 'c';
+            e.ns = "admin.$cmd";
+            e.o = applyOpsEntry(st.txnOps);
+            e.lsid = st.lsid.copy();
+            e.txnNumber = st.txnNumber;
+            unit.append(std::move(e));
+        }
+        st.wtSession->commit(true);
+        unit.committed();
+    } catch (...) {
+        if (st.wtSession->inTransaction()) st.wtSession->rollback();
+        st.wtSession.reset();
+        st.txnOps.clear();
+        st.txn = SessionState::Txn::Aborted;
+        throw;
+    }
+    st.wtSession.reset();
+    st.txnOps.clear();
+    st.txn = SessionState::Txn::Committed;
+}
+
+void SessionCatalog::abort(SessionState& st) {
+    if (st.wtSession) {
+        if (st.wtSession->inTransaction()) st.wtSession->rollback();
+        st.wtSession.reset();
+    }
+    st.txnOps.clear();
+    if (st.txn == SessionState::Txn::InProgress) st.txn = SessionState::Txn::Aborted;
+}
+
+void SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
+    if (st.txnNumber < 0) {
+        // After a restart: the newest recorded txnNumber for this session.
+        PooledSession s(catalog_.sessions());
+        Txn txn(*s);
+        Cursor c = s->open(kRetryableUri);
+        std::string prefix = rowPrefix(st.key);
+        std::string after = prefix + std::string(12, '\xFF');
+        WT_ITEM k = item(after);
+        c->set_key(c.get(), &k);
+        int exact = 0;
+        int ret = c->search_near(c.get(), &exact);
+        if (ret == 0 && exact > 0) ret = c->prev(c.get());
+        if (ret == 0) {
+            WT_ITEM got;
+            c->get_key(c.get(), &got);
+            if (got.size == prefix.size() + 12 && std::memcmp(got.data, prefix.data(), prefix.size()) == 0) {
+                uint64_t raw = getBE64(static_cast<const uint8_t*>(got.data) + prefix.size());
+                st.txnNumber = static_cast<int64_t>(raw ^ (1ull << 63));
+            }
+        }
+    }
+    if (txnNumber < st.txnNumber)
+        uasserted(ErrorCode::TransactionTooOld,
+                  fmt::format("Cannot start transaction {} on session because a newer transaction {} has already started.",
+                              txnNumber, st.txnNumber));
+    if (txnNumber > st.txnNumber) {
+        if (st.txn == SessionState::Txn::InProgress) abort(st);
+        st.txnNumber = txnNumber;
+        st.txn = SessionState::Txn::None;
+    }
+}
+
+std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const SessionState& st, int64_t txnNumber,
+                                                       int32_t stmtId) {
+    Cursor c = s.open(kRetryableUri);
+    std::string key = rowKey(st.key, txnNumber, stmtId);
+    WT_ITEM k = item(key);
+    c->set_key(c.get(), &k);
+    int ret = c->search(c.get());
+    if (ret == WT_NOTFOUND) return std::nullopt;
+    wtCheck(ret, "retryable lookup");
+    WT_ITEM v;
+    c->get_value(c.get(), &v);
+    return bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size);
+}
+
+void SessionCatalog::recordStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId,
+                                     const bson_t* outcome) {
+    Cursor c = s.open(kRetryableUri);
+    // Records of older transactions on this session can no longer be retried.
+    std::string prefix = rowPrefix(st.key);
+    std::string current = rowKey(st.key, txnNumber, 0);
+    WT_ITEM pk = item(prefix);
+    c->set_key(c.get(), &pk);
+    int exact = 0;
+    int ret = c->search_near(c.get(), &exact);
+    if (ret == 0 && exact < 0) ret = c->next(c.get());
+    while (ret == 0) {
+        WT_ITEM got;
+        c->get_key(c.get(), &got);
+        std::string_view gk(static_cast<const char*>(got.data), got.size);
+        if (gk.substr(0, prefix.size()) != prefix || gk >= std::string_view(current).substr(0, prefix.size() + 8)) break;
+        wtCheck(c->remove(c.get()), "retryable cleanup");
+        ret = c->next(c.get());
+    }
+    std::string key = rowKey(st.key, txnNumber, stmtId);
+    WT_ITEM k = item(key);
+    WT_ITEM v{};
+    v.data = bson_get_data(outcome);
+    v.size = outcome->len;
+    c->set_key(c.get(), &k);
+    c->set_value(c.get(), &v);
+    wtCheck(c->insert(c.get()), "retryable record");
+}
+
+void SessionCatalog::reap(std::chrono::seconds txnLifetime, std::chrono::minutes idle) {
+    auto now = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<SessionState>> all;
+    {
+        std::lock_guard lk(mu_);
+        for (auto it = sessions_.begin(); it != sessions_.end();) {
+            auto& st = it->second;
+            if (now - st->lastUse > idle && st.use_count() == 1) {
+                std::unique_lock sl(st->mu, std::try_to_lock);
+                if (sl.owns_lock() && st->txn != SessionState::Txn::InProgress) {
+                    sl.unlock();
+                    it = sessions_.erase(it);
+                    continue;
+                }
+            }
+            all.push_back(st);
+            ++it;
+        }
+    }
+    for (auto& st : all) {
+        std::unique_lock sl(st->mu, std::try_to_lock);
+        if (!sl.owns_lock()) continue;
+        if (st->txn == SessionState::Txn::InProgress && now - st->txnStart > txnLifetime) abort(*st);
+    }
+}
+
+size_t SessionCatalog::activeSessions() const {
+    std::lock_guard lk(mu_);
+    return sessions_.size();
+}
+
+}  // namespace halo::store

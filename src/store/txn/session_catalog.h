@@ -1,0 +1,95 @@
+#pragma once
+// Logical sessions: retryable writes and multi-document transactions.
+//
+// Retryable writes: every statement executed with (lsid, txnNumber) records
+// its outcome in the durable table `_retryable` in the same WiredTiger
+// transaction as the write, keyed (lsid, txnNumber, stmtId). A retry finds the
+// record and returns the original outcome instead of executing again, also
+// after a restart.
+//
+// Transactions: `startTransaction` pins a WiredTiger session with a snapshot
+// transaction to the logical session; every statement of the transaction runs
+// in it; writes buffer their oplog entries, which commitTransaction writes as
+// one applyOps entry in the same WiredTiger commit. Abort (or any error, or the
+// lifetime limit) rolls back: nothing reaches the data or the oplog.
+//
+// Thread-safety: the catalog is thread-safe; one command at a time holds a
+// session's mutex (commands on one session are serialized, as in mongod).
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bson/doc.h"
+#include "store/repl/oplog.h"
+#include "store/storage/catalog.h"
+
+namespace halo::store {
+
+struct SessionState {
+    std::mutex mu;
+    std::string key;   // lsid.id bytes
+    bson::Doc lsid;    // as the client sent it
+    int64_t txnNumber = -1;
+    enum class Txn { None, InProgress, Committed, Aborted } txn = Txn::None;
+    std::unique_ptr<Session> wtSession;  // the open transaction's snapshot
+    std::vector<OplogEntry> txnOps;      // buffered until commit
+    std::chrono::steady_clock::time_point lastUse;
+    std::chrono::steady_clock::time_point txnStart;
+};
+
+/// What a command runs under: nothing, a retryable write, or a transaction.
+struct OperationSession {
+    std::shared_ptr<SessionState> state;  // null without lsid
+    int64_t txnNumber = -1;                // -1: none
+    bool inTransaction = false;
+};
+
+class SessionCatalog {
+public:
+    SessionCatalog(Engine& engine, Catalog& catalog, Oplog& oplog);
+    Status open();
+
+    /// The state for `lsid` (created on first use).
+    std::shared_ptr<SessionState> get(const bson_t* lsid);
+    void end(const bson_t* lsid);
+
+    // Transactions (the caller holds state.mu).
+    void begin(SessionState& st, int64_t txnNumber);
+    void commit(SessionState& st);
+    void abort(SessionState& st);
+
+    // Retryable writes. Callers run inside a storage transaction on `s`.
+    /// The recorded outcome of (lsid, txnNumber, stmtId), if it executed.
+    std::optional<bson::Doc> findStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId);
+    void recordStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId, const bson_t* outcome);
+    /// Validates and registers txnNumber for a retryable write: TransactionTooOld (225) when older.
+    void checkTxnNumber(SessionState& st, int64_t txnNumber);
+
+    /// Aborts transactions past their lifetime, forgets idle sessions.
+    void reap(std::chrono::seconds txnLifetime, std::chrono::minutes idle);
+    size_t activeSessions() const;
+
+private:
+    Engine& engine_;
+    Catalog& catalog_;
+    Oplog& oplog_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::shared_ptr<SessionState>> sessions_;
+};
+
+/// The transaction or retryable write the current thread's command runs in;
+/// set by the dispatcher for the duration of one command.
+struct CurrentOperation {
+    SessionState* txn = nullptr;          // in a multi-document transaction
+    SessionState* retryable = nullptr;    // a retryable write (not in a transaction)
+    int64_t txnNumber = -1;
+    SessionCatalog* sessions = nullptr;
+};
+CurrentOperation& currentOperation();
+
+}  // namespace halo::store

@@ -1,0 +1,148 @@
+'use strict';
+// Sessions, retryable writes and multi-document transactions on a single-member
+// replica set: retry dedupe (also across kill -9), snapshot isolation, write
+// conflicts with the TransientTransactionError label, atomic commit, and aborts
+// that leave no trace in the data or the oplog.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { MongoClient, UUID, Long } = require('mongodb');
+const { startStore } = require('../lib/server');
+const { RawConnection } = require('../lib/wire');
+
+let server;
+let client;
+let n = 0;
+const collName = () => `tx_${++n}_${process.pid}`;
+const connect = async () => {
+  const c = new MongoClient(server.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
+  await c.connect();
+  return c;
+};
+
+before(async () => {
+  server = await startStore({ replSet: 'rs0' });
+  client = await connect();
+});
+after(async () => {
+  await client.close();
+  await server.cleanup();
+});
+
+test('a retried write with the same lsid and txnNumber applies once, also after kill -9', async () => {
+  // Raw OP_MSG: the driver would substitute its own session for ours.
+  const name = collName();
+  const lsid = { id: new UUID() };
+  let conn = await RawConnection.connect(server.port);
+  const run = (doc) => conn.command({ ...doc, $db: 'tx' });
+  assert.equal((await run({ insert: name, documents: [{ _id: 1, n: 0 }] })).ok, 1);
+  const cmd = { update: name, updates: [{ q: { _id: 1 }, u: { $inc: { n: 1 } } }], lsid, txnNumber: Long.fromNumber(7) };
+  assert.equal((await run(cmd)).nModified, 1);
+  const again = await run(cmd);
+  assert.equal(again.n, 1, 'the retry reports the original outcome');
+  assert.equal(again.nModified, 1);
+  const found = await run({ find: name, filter: { _id: 1 } });
+  assert.equal(found.cursor.firstBatch[0].n, 1, 'applied once');
+
+  const ins = { insert: name, documents: [{ _id: 2 }, { _id: 3 }], lsid, txnNumber: Long.fromNumber(8) };
+  assert.equal((await run(ins)).n, 2);
+  conn.destroy();
+  await client.close(true).catch(() => {});
+  await server.kill();
+  await server.restart({ samePort: true });
+  client = await connect();
+  conn = await RawConnection.connect(server.port);
+  const retried = await run(ins);
+  assert.equal(retried.n, 2, 'the retry after a crash is answered from the durable record');
+  assert.equal(retried.writeErrors, undefined, 'no duplicate-key error: the inserts were not re-executed');
+  const all = await run({ find: name, filter: {} });
+  assert.equal(all.cursor.firstBatch.length, 3);
+  const old = await run({ ...cmd, txnNumber: Long.fromNumber(1) });
+  assert.equal(old.code, 225, 'an older txnNumber is refused (TransactionTooOld)');
+  conn.destroy();
+});
+
+test('a committed transaction is atomic and durable; a concurrent reader never sees half of it', async () => {
+  const name = collName();
+  const coll = client.db('tx').collection(name);
+  await coll.insertOne({ _id: 'seed' });
+  let stop = false;
+  const reader = (async () => {
+    let reads = 0;
+    while (!stop) {
+      const docs = await coll.find({ pair: { $exists: true } }).toArray();
+      const byPair = new Map();
+      for (const d of docs) byPair.set(d.pair, (byPair.get(d.pair) || 0) + 1);
+      for (const [p, count] of byPair) assert.equal(count, 2, `pair ${p} seen half-committed`);
+      reads++;
+    }
+    return reads;
+  })();
+  for (let p = 0; p < 20; p++) {
+    const session = client.startSession();
+    await session.withTransaction(async () => {
+      await coll.insertOne({ _id: `a${p}`, pair: p }, { session });
+      await coll.insertOne({ _id: `b${p}`, pair: p }, { session });
+    });
+    await session.endSession();
+  }
+  stop = true;
+  assert.ok((await reader) > 0);
+  assert.equal(await coll.countDocuments({ pair: { $exists: true } }), 40);
+  // One applyOps oplog entry per transaction, carrying the session.
+  const entries = await client.db('local').collection('oplog.rs')
+    .find({ op: 'c', 'o.applyOps.ns': `tx.${name}` }).toArray();
+  assert.equal(entries.length, 20);
+  assert.ok(entries.every((e) => e.lsid && e.txnNumber !== undefined && e.o.applyOps.length === 2));
+});
+
+test('write conflicts fail with WriteConflict and the TransientTransactionError label', async () => {
+  const name = collName();
+  const coll = client.db('tx').collection(name);
+  await coll.insertOne({ _id: 1, v: 0 });
+  const s1 = client.startSession();
+  const s2 = client.startSession();
+  s1.startTransaction();
+  s2.startTransaction();
+  await coll.updateOne({ _id: 1 }, { $set: { v: 1 } }, { session: s1 });
+  const err = await coll.updateOne({ _id: 1 }, { $set: { v: 2 } }, { session: s2 }).then(() => null, (e) => e);
+  assert.ok(err, 'the second writer must conflict');
+  assert.equal(err.code, 112);
+  assert.ok(err.hasErrorLabel('TransientTransactionError'));
+  await s2.abortTransaction().catch(() => {});
+  await s1.commitTransaction();
+  assert.equal((await coll.findOne({ _id: 1 })).v, 1);
+  await s1.endSession();
+  await s2.endSession();
+});
+
+test('an aborted transaction leaves no trace in the data or the oplog; reads inside see its own writes', async () => {
+  const name = collName();
+  const coll = client.db('tx').collection(name);
+  await coll.insertOne({ _id: 0 });
+  const session = client.startSession();
+  session.startTransaction();
+  await coll.insertOne({ _id: 1 }, { session });
+  await coll.updateOne({ _id: 0 }, { $set: { touched: true } }, { session });
+  assert.equal(await coll.countDocuments({}, { session }), 2, 'own writes visible inside');
+  assert.equal(await coll.countDocuments({}), 1, 'invisible outside before commit');
+  await session.abortTransaction();
+  await session.endSession();
+  assert.deepEqual(await coll.find().toArray(), [{ _id: 0 }]);
+  const traces = await client.db('local').collection('oplog.rs')
+    .countDocuments({ $or: [{ ns: `tx.${name}`, op: { $in: ['u'] } }, { 'o.applyOps.ns': `tx.${name}` }] });
+  assert.equal(traces, 0);
+});
+
+test('commands outside a transaction are refused inside one, and unknown transactions are reported', async () => {
+  const session = client.startSession();
+  session.startTransaction();
+  const db = client.db('tx');
+  await assert.rejects(db.command({ count: 'x' }, { session }), (e) => e.code === 263);
+  await session.endSession();
+  const lsid = { id: new UUID() };
+  await assert.rejects(
+    client.db('admin').command({ commitTransaction: 1, lsid, txnNumber: Long.fromNumber(3), autocommit: false }),
+    (e) => e.code === 251,
+  );
+});
