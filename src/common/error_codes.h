@@ -242,6 +242,7 @@ namespace halo {
     X(QueryPlanKilled, 175)                               \
     X(InvalidResumeToken, 260)                            \
     X(TransactionTooOld, 225)                             \
+    X(SnapshotTooOld, 239)                                \
     X(Location50808, 50808)                               \
     X(NoReplicationEnabled, 76)                           \
     X(AlreadyInitialized, 23)                             \

@@ -209,7 +209,44 @@ struct CurrentOperationScope {
 
 }  // namespace
 
+void Store::waitForReadConcern(const bson_t* cmd) {
+    bson_t rc;
+    if (!bson::subDocument(cmd, "readConcern", &rc)) return;
+    bson_iter_t it;
+    if (bson::find(&rc, "level", &it)) {
+        if (!BSON_ITER_HOLDS_UTF8(&it)) uasserted(ErrorCode::TypeMismatch, "readConcern.level must be a string");
+        std::string_view level = bson_iter_utf8(&it, nullptr);
+        if (level != "local" && level != "majority" && level != "snapshot" && level != "available" && level != "linearizable")
+            uasserted(ErrorCode::FailedToParse, fmt::format("{} is not a valid read concern level", level));
+    }
+    auto waitFor = [&](const char* field) -> std::optional<Timestamp> {
+        if (!bson::find(&rc, field, &it)) return std::nullopt;
+        if (!BSON_ITER_HOLDS_TIMESTAMP(&it)) uasserted(ErrorCode::TypeMismatch, fmt::format("readConcern.{} must be a timestamp", field));
+        Timestamp t;
+        bson_iter_timestamp(&it, &t.secs, &t.inc);
+        return t;
+    };
+    if (auto at = waitFor("atClusterTime")) {
+        // Reads here always see the newest data: a time in the past cannot be honoured.
+        if (*at < oplog_->visibleUpTo())
+            uasserted(ErrorCode::SnapshotTooOld, "atClusterTime is older than the newest snapshot this store can read at");
+    }
+    std::optional<Timestamp> after = waitFor("afterClusterTime");
+    if (!after) after = waitFor("atClusterTime");
+    if (!after) return;
+    // A single member: every write up to `after` is visible once no write with a
+    // smaller timestamp is still committing. A time beyond ours moves the clock.
+    if (clock_.latest() < *after) clock_.advanceTo(*after);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (oplog_->visibleUpTo() < *after) {
+        if (std::chrono::steady_clock::now() > deadline)
+            uasserted(ErrorCode::MaxTimeMSExpired, "timed out waiting for afterClusterTime to become visible");
+        std::this_thread::yield();
+    }
+}
+
 void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
+    if (isReplicaSet()) waitForReadConcern(op.cmd);
     bson_t lsidDoc;
     if (!bson::subDocument(op.cmd, "lsid", &lsidDoc)) {
         if (bson_has_field(op.cmd, "txnNumber"))

@@ -83,6 +83,7 @@ public:
 
 private:
     void gossipClusterTime(const bson_t* cmd);
+    void waitForReadConcern(const bson_t* cmd);
     void appendClusterTime(bson_t* reply);
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);

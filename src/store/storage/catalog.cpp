@@ -26,6 +26,22 @@ WT_ITEM item(const void* data, size_t size) {
 }
 }  // namespace
 
+/// A copy of `e` (same tables and indexes) to modify and swap in under the DDL lock.
+std::shared_ptr<CollectionEntry> cloneEntry(const CollectionEntry& e) {
+    auto next = std::make_shared<CollectionEntry>();
+    next->ns = e.ns;
+    next->db = e.db;
+    next->name = e.name;
+    std::memcpy(next->uuid, e.uuid, 16);
+    next->options = e.options.copy();
+    next->uri = e.uri;
+    next->indexes = e.indexes;
+    next->nextRecordId = e.nextRecordId.load();
+    next->numRecords = e.numRecords.load();
+    next->dataSize = e.dataSize.load();
+    return next;
+}
+
 std::pair<std::string, std::string> splitNs(std::string_view ns) {
     auto dot = ns.find('.');
     if (dot == std::string_view::npos) return {std::string(ns), ""};
@@ -430,17 +446,9 @@ Status Catalog::renameCollection(const std::string& from, const std::string& to,
         if (!st.isOK()) return st;
         it = colls_.find(from);
     }
-    auto old = it->second;
-    auto e = std::make_shared<CollectionEntry>();
+    auto e = cloneEntry(*it->second);
     e->ns = to;
     std::tie(e->db, e->name) = splitNs(to);
-    std::memcpy(e->uuid, old->uuid, 16);
-    e->options = old->options.copy();
-    e->uri = old->uri;
-    e->indexes = old->indexes;
-    e->nextRecordId = old->nextRecordId.load();
-    e->numRecords = old->numRecords.load();
-    e->dataSize = old->dataSize.load();
     PooledSession s(sessions_);
     try {
         Txn txn(*s);
@@ -520,18 +528,8 @@ Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
         st = ex.status();
     }
     if (st.isOK()) {
-        auto next = std::make_shared<CollectionEntry>();
-        next->ns = coll->ns;
-        next->db = coll->db;
-        next->name = coll->name;
-        std::memcpy(next->uuid, coll->uuid, 16);
-        next->options = coll->options.copy();
-        next->uri = coll->uri;
-        next->indexes = coll->indexes;
+        auto next = cloneEntry(*coll);
         next->indexes.push_back(idx);
-        next->nextRecordId = coll->nextRecordId.load();
-        next->numRecords = coll->numRecords.load();
-        next->dataSize = coll->dataSize.load();
         try {
             Txn txn(*s);
             st = persist(*s, *next);
@@ -552,17 +550,8 @@ Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
     auto it = colls_.find(ns);
     if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
     auto coll = it->second;
-    auto next = std::make_shared<CollectionEntry>();
-    next->ns = coll->ns;
-    next->db = coll->db;
-    next->name = coll->name;
-    std::memcpy(next->uuid, coll->uuid, 16);
+    auto next = cloneEntry(*coll);
     next->options = bson::Doc::copyOf(options);
-    next->uri = coll->uri;
-    next->indexes = coll->indexes;
-    next->nextRecordId = coll->nextRecordId.load();
-    next->numRecords = coll->numRecords.load();
-    next->dataSize = coll->dataSize.load();
     PooledSession s(sessions_);
     try {
         Txn txn(*s);
@@ -583,21 +572,13 @@ Status Catalog::dropIndex(const std::string& ns, const std::string& name) {
     const IndexEntry* target = coll->findIndex(name);
     if (!target) return Status(ErrorCode::IndexNotFound, fmt::format("index not found with name [{}]", name));
     if (target->isIdIndex()) return Status(ErrorCode::InvalidOptions, "cannot drop _id index");
-    auto next = std::make_shared<CollectionEntry>();
-    next->ns = coll->ns;
-    next->db = coll->db;
-    next->name = coll->name;
-    std::memcpy(next->uuid, coll->uuid, 16);
-    next->options = coll->options.copy();
-    next->uri = coll->uri;
+    auto next = cloneEntry(*coll);
     std::string uri;
+    next->indexes.clear();
     for (const auto& idx : coll->indexes) {
         if (idx->name == name) uri = idx->uri;
         else next->indexes.push_back(idx);
     }
-    next->nextRecordId = coll->nextRecordId.load();
-    next->numRecords = coll->numRecords.load();
-    next->dataSize = coll->dataSize.load();
     PooledSession s(sessions_);
     try {
         Txn txn(*s);

@@ -112,7 +112,7 @@ void removeIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx
     }
 }
 
-void insertWithRecordId(Session& s, const CollectionEntry& c, int64_t rid, const bson_t* doc) {
+static void insertRecord(Session& s, const CollectionEntry& c, int64_t rid, const bson_t* doc) {
     {
         Cursor cur = s.open(c.uri, "overwrite=false");
         WT_ITEM val = item(bson_get_data(doc), doc->len);
@@ -121,20 +121,17 @@ void insertWithRecordId(Session& s, const CollectionEntry& c, int64_t rid, const
         wtCheck(cur->insert(cur.get()), "record insert");
     }
     for (const auto& idx : c.indexes) insertIndexKeys(s, c, *idx, doc, rid);
+}
+
+void insertWithRecordId(Session& s, const CollectionEntry& c, int64_t rid, const bson_t* doc) {
+    insertRecord(s, c, rid, doc);
     c.numRecords++;
     c.dataSize += doc->len;
 }
 
 int64_t insert(Session& s, const CollectionEntry& c, const bson_t* doc) {
     int64_t rid = c.nextRecordId.fetch_add(1);
-    {
-        Cursor cur = s.open(c.uri, "overwrite=false");
-        WT_ITEM val = item(bson_get_data(doc), doc->len);
-        cur->set_key(cur.get(), rid);
-        cur->set_value(cur.get(), &val);
-        wtCheck(cur->insert(cur.get()), "record insert");
-    }
-    for (const auto& idx : c.indexes) insertIndexKeys(s, c, *idx, doc, rid);
+    insertRecord(s, c, rid, doc);
     return rid;
 }
 
