@@ -41,11 +41,16 @@ long double decimalToLongDouble(const bson_decimal128_t& d) {
 
 long double toLongDouble(const bson_value_t& v) {
     switch (v.value_type) {
-        case BSON_TYPE_INT32: return v.value.v_int32;
-        case BSON_TYPE_INT64: return static_cast<long double>(v.value.v_int64);
-        case BSON_TYPE_DOUBLE: return v.value.v_double;
-        case BSON_TYPE_DECIMAL128: return decimalToLongDouble(v.value.v_decimal128);
-        default: return 0;
+        case BSON_TYPE_INT32:
+            return v.value.v_int32;
+        case BSON_TYPE_INT64:
+            return static_cast<long double>(v.value.v_int64);
+        case BSON_TYPE_DOUBLE:
+            return v.value.v_double;
+        case BSON_TYPE_DECIMAL128:
+            return decimalToLongDouble(v.value.v_decimal128);
+        default:
+            return 0;
     }
 }
 
@@ -79,28 +84,45 @@ int compareStrings(const char* a, uint32_t alen, const char* b, uint32_t blen) {
 
 int canonicalRank(bson_type_t t) {
     switch (t) {
-        case BSON_TYPE_MINKEY: return -1;
+        case BSON_TYPE_MINKEY:
+            return -1;
         case BSON_TYPE_EOD:
-        case BSON_TYPE_UNDEFINED: return 0;
-        case BSON_TYPE_NULL: return 5;
+        case BSON_TYPE_UNDEFINED:
+            return 0;
+        case BSON_TYPE_NULL:
+            return 5;
         case BSON_TYPE_DOUBLE:
         case BSON_TYPE_INT32:
         case BSON_TYPE_INT64:
-        case BSON_TYPE_DECIMAL128: return 10;
+        case BSON_TYPE_DECIMAL128:
+            return 10;
         case BSON_TYPE_UTF8:
-        case BSON_TYPE_SYMBOL: return 15;
-        case BSON_TYPE_DOCUMENT: return 20;
-        case BSON_TYPE_ARRAY: return 25;
-        case BSON_TYPE_BINARY: return 30;
-        case BSON_TYPE_OID: return 35;
-        case BSON_TYPE_BOOL: return 40;
-        case BSON_TYPE_DATE_TIME: return 45;
-        case BSON_TYPE_TIMESTAMP: return 47;
-        case BSON_TYPE_REGEX: return 50;
-        case BSON_TYPE_DBPOINTER: return 55;
-        case BSON_TYPE_CODE: return 60;
-        case BSON_TYPE_CODEWSCOPE: return 65;
-        case BSON_TYPE_MAXKEY: return 127;
+        case BSON_TYPE_SYMBOL:
+            return 15;
+        case BSON_TYPE_DOCUMENT:
+            return 20;
+        case BSON_TYPE_ARRAY:
+            return 25;
+        case BSON_TYPE_BINARY:
+            return 30;
+        case BSON_TYPE_OID:
+            return 35;
+        case BSON_TYPE_BOOL:
+            return 40;
+        case BSON_TYPE_DATE_TIME:
+            return 45;
+        case BSON_TYPE_TIMESTAMP:
+            return 47;
+        case BSON_TYPE_REGEX:
+            return 50;
+        case BSON_TYPE_DBPOINTER:
+            return 55;
+        case BSON_TYPE_CODE:
+            return 60;
+        case BSON_TYPE_CODEWSCOPE:
+            return 65;
+        case BSON_TYPE_MAXKEY:
+            return 127;
     }
     return 0;
 }
@@ -113,17 +135,23 @@ int compareValues(const bson_value_t& a, const bson_value_t& b) {
         case BSON_TYPE_MAXKEY:
         case BSON_TYPE_NULL:
         case BSON_TYPE_UNDEFINED:
-        case BSON_TYPE_EOD: return 0;
+        case BSON_TYPE_EOD:
+            return 0;
         case BSON_TYPE_DOUBLE:
         case BSON_TYPE_INT32:
         case BSON_TYPE_INT64:
-        case BSON_TYPE_DECIMAL128: return compareNumbers(a, b);
+        case BSON_TYPE_DECIMAL128:
+            return compareNumbers(a, b);
         case BSON_TYPE_UTF8:
         case BSON_TYPE_SYMBOL: {
-            const char* as = a.value_type == BSON_TYPE_UTF8 ? a.value.v_utf8.str : a.value.v_symbol.symbol;
-            uint32_t al = a.value_type == BSON_TYPE_UTF8 ? a.value.v_utf8.len : a.value.v_symbol.len;
-            const char* bs = b.value_type == BSON_TYPE_UTF8 ? b.value.v_utf8.str : b.value.v_symbol.symbol;
-            uint32_t bl = b.value_type == BSON_TYPE_UTF8 ? b.value.v_utf8.len : b.value.v_symbol.len;
+            const char* as =
+                a.value_type == BSON_TYPE_UTF8 ? a.value.v_utf8.str : a.value.v_symbol.symbol;
+            uint32_t al =
+                a.value_type == BSON_TYPE_UTF8 ? a.value.v_utf8.len : a.value.v_symbol.len;
+            const char* bs =
+                b.value_type == BSON_TYPE_UTF8 ? b.value.v_utf8.str : b.value.v_symbol.symbol;
+            uint32_t bl =
+                b.value_type == BSON_TYPE_UTF8 ? b.value.v_utf8.len : b.value.v_symbol.len;
             return compareStrings(as, al, bs, bl);
         }
         case BSON_TYPE_DOCUMENT:
@@ -137,15 +165,18 @@ int compareValues(const bson_value_t& a, const bson_value_t& b) {
                 return cmp3(static_cast<int>(a.value.v_binary.subtype),
                             static_cast<int>(b.value.v_binary.subtype));
             if (a.value.v_binary.data_len == 0) return 0;
-            int c = std::memcmp(a.value.v_binary.data, b.value.v_binary.data, a.value.v_binary.data_len);
+            int c = std::memcmp(a.value.v_binary.data, b.value.v_binary.data,
+                                a.value.v_binary.data_len);
             return c < 0 ? -1 : (c > 0 ? 1 : 0);
         }
         case BSON_TYPE_OID: {
             int c = std::memcmp(a.value.v_oid.bytes, b.value.v_oid.bytes, 12);
             return c < 0 ? -1 : (c > 0 ? 1 : 0);
         }
-        case BSON_TYPE_BOOL: return cmp3(a.value.v_bool, b.value.v_bool);
-        case BSON_TYPE_DATE_TIME: return cmp3(a.value.v_datetime, b.value.v_datetime);
+        case BSON_TYPE_BOOL:
+            return cmp3(a.value.v_bool, b.value.v_bool);
+        case BSON_TYPE_DATE_TIME:
+            return cmp3(a.value.v_datetime, b.value.v_datetime);
         case BSON_TYPE_TIMESTAMP: {
             if (a.value.v_timestamp.timestamp != b.value.v_timestamp.timestamp)
                 return cmp3(a.value.v_timestamp.timestamp, b.value.v_timestamp.timestamp);

@@ -1,10 +1,10 @@
 #include "bson/doc.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace halo::bson {
 
@@ -31,7 +31,9 @@ Doc Doc::fromJsonOrDie(std::string_view json) {
     return std::move(sw.getValue());
 }
 
-std::string Doc::toJson() const { return bson::toJson(b_); }
+std::string Doc::toJson() const {
+    return bson::toJson(b_);
+}
 
 std::string toJson(const bson_t* b) {
     size_t len = 0;
@@ -90,8 +92,10 @@ bool subDocument(const bson_t* doc, std::string_view field, bson_t* out) {
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) return false;
     uint32_t len;
     const uint8_t* data;
-    if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
-    else bson_iter_array(&it, &len, &data);
+    if (BSON_ITER_HOLDS_DOCUMENT(&it))
+        bson_iter_document(&it, &len, &data);
+    else
+        bson_iter_array(&it, &len, &data);
     return bson_init_static(out, data, len);
 }
 
@@ -102,9 +106,12 @@ bool isNumber(bson_type_t t) {
 
 double toDouble(const bson_value_t& v) {
     switch (v.value_type) {
-        case BSON_TYPE_INT32: return v.value.v_int32;
-        case BSON_TYPE_INT64: return static_cast<double>(v.value.v_int64);
-        case BSON_TYPE_DOUBLE: return v.value.v_double;
+        case BSON_TYPE_INT32:
+            return v.value.v_int32;
+        case BSON_TYPE_INT64:
+            return static_cast<double>(v.value.v_int64);
+        case BSON_TYPE_DOUBLE:
+            return v.value.v_double;
         case BSON_TYPE_DECIMAL128: {
             char buf[BSON_DECIMAL128_STRING];
             bson_decimal128_to_string(&v.value.v_decimal128, buf);
@@ -113,14 +120,19 @@ double toDouble(const bson_value_t& v) {
             if (std::strcmp(buf, "-Infinity") == 0) return -INFINITY;
             return std::strtod(buf, nullptr);
         }
-        default: return 0;
+        default:
+            return 0;
     }
 }
 
 bool toInt64Exact(const bson_value_t& v, int64_t* out) {
     switch (v.value_type) {
-        case BSON_TYPE_INT32: *out = v.value.v_int32; return true;
-        case BSON_TYPE_INT64: *out = v.value.v_int64; return true;
+        case BSON_TYPE_INT32:
+            *out = v.value.v_int32;
+            return true;
+        case BSON_TYPE_INT64:
+            *out = v.value.v_int64;
+            return true;
         case BSON_TYPE_DOUBLE:
         case BSON_TYPE_DECIMAL128: {
             double d = toDouble(v);
@@ -128,48 +140,78 @@ bool toInt64Exact(const bson_value_t& v, int64_t* out) {
             *out = static_cast<int64_t>(d);
             return true;
         }
-        default: return false;
+        default:
+            return false;
     }
 }
 
 bool isTruthy(const bson_value_t& v) {
     switch (v.value_type) {
-        case BSON_TYPE_BOOL: return v.value.v_bool;
+        case BSON_TYPE_BOOL:
+            return v.value.v_bool;
         case BSON_TYPE_NULL:
         case BSON_TYPE_UNDEFINED:
-        case BSON_TYPE_EOD: return false;
-        case BSON_TYPE_INT32: return v.value.v_int32 != 0;
-        case BSON_TYPE_INT64: return v.value.v_int64 != 0;
-        case BSON_TYPE_DOUBLE: return v.value.v_double != 0;
-        case BSON_TYPE_DECIMAL128: return toDouble(v) != 0;
-        default: return true;
+        case BSON_TYPE_EOD:
+            return false;
+        case BSON_TYPE_INT32:
+            return v.value.v_int32 != 0;
+        case BSON_TYPE_INT64:
+            return v.value.v_int64 != 0;
+        case BSON_TYPE_DOUBLE:
+            return v.value.v_double != 0;
+        case BSON_TYPE_DECIMAL128:
+            return toDouble(v) != 0;
+        default:
+            return true;
     }
 }
 
 std::string_view typeName(bson_type_t t) {
     switch (t) {
-        case BSON_TYPE_DOUBLE: return "double";
-        case BSON_TYPE_UTF8: return "string";
-        case BSON_TYPE_DOCUMENT: return "object";
-        case BSON_TYPE_ARRAY: return "array";
-        case BSON_TYPE_BINARY: return "binData";
-        case BSON_TYPE_UNDEFINED: return "undefined";
-        case BSON_TYPE_OID: return "objectId";
-        case BSON_TYPE_BOOL: return "bool";
-        case BSON_TYPE_DATE_TIME: return "date";
-        case BSON_TYPE_NULL: return "null";
-        case BSON_TYPE_REGEX: return "regex";
-        case BSON_TYPE_DBPOINTER: return "dbPointer";
-        case BSON_TYPE_CODE: return "javascript";
-        case BSON_TYPE_SYMBOL: return "symbol";
-        case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-        case BSON_TYPE_INT32: return "int";
-        case BSON_TYPE_TIMESTAMP: return "timestamp";
-        case BSON_TYPE_INT64: return "long";
-        case BSON_TYPE_DECIMAL128: return "decimal";
-        case BSON_TYPE_MINKEY: return "minKey";
-        case BSON_TYPE_MAXKEY: return "maxKey";
-        case BSON_TYPE_EOD: return "missing";
+        case BSON_TYPE_DOUBLE:
+            return "double";
+        case BSON_TYPE_UTF8:
+            return "string";
+        case BSON_TYPE_DOCUMENT:
+            return "object";
+        case BSON_TYPE_ARRAY:
+            return "array";
+        case BSON_TYPE_BINARY:
+            return "binData";
+        case BSON_TYPE_UNDEFINED:
+            return "undefined";
+        case BSON_TYPE_OID:
+            return "objectId";
+        case BSON_TYPE_BOOL:
+            return "bool";
+        case BSON_TYPE_DATE_TIME:
+            return "date";
+        case BSON_TYPE_NULL:
+            return "null";
+        case BSON_TYPE_REGEX:
+            return "regex";
+        case BSON_TYPE_DBPOINTER:
+            return "dbPointer";
+        case BSON_TYPE_CODE:
+            return "javascript";
+        case BSON_TYPE_SYMBOL:
+            return "symbol";
+        case BSON_TYPE_CODEWSCOPE:
+            return "javascriptWithScope";
+        case BSON_TYPE_INT32:
+            return "int";
+        case BSON_TYPE_TIMESTAMP:
+            return "timestamp";
+        case BSON_TYPE_INT64:
+            return "long";
+        case BSON_TYPE_DECIMAL128:
+            return "decimal";
+        case BSON_TYPE_MINKEY:
+            return "minKey";
+        case BSON_TYPE_MAXKEY:
+            return "maxKey";
+        case BSON_TYPE_EOD:
+            return "missing";
     }
     return "unknown";
 }

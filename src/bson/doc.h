@@ -14,7 +14,7 @@ namespace halo::bson {
 
 /// Owns one heap bson_t. Move-only; copy() for an explicit deep copy.
 class Doc {
-public:
+  public:
     Doc() : b_(bson_new()) {}
     /// Takes ownership of a bson_t allocated with bson_new()/bson_new_from_data().
     explicit Doc(bson_t* owned) : b_(owned) {}
@@ -46,7 +46,7 @@ public:
     bool empty() const { return bson_count_keys(b_) == 0; }
     std::string toJson() const;  // relaxed extended JSON
 
-private:
+  private:
     void reset() {
         if (b_) bson_destroy(b_);
         b_ = nullptr;
@@ -65,7 +65,7 @@ Status validate(const uint8_t* data, size_t len);
 
 /// A read-only view of BSON bytes that live elsewhere (no copy, no ownership).
 class View {
-public:
+  public:
     View() { bson_init(&b_); }
     /// The caller guarantees [data, data+len) is valid BSON that outlives the view.
     View(const uint8_t* data, size_t len) {
@@ -73,7 +73,7 @@ public:
     }
     const bson_t* get() const { return &b_; }
 
-private:
+  private:
     bson_t b_;
 };
 

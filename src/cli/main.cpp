@@ -1,11 +1,11 @@
 // halocline: one executable, subcommands. `halocline store` runs the embedded
 // MongoDB-compatible store.
+#include <yaml-cpp/yaml.h>
+
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include "common/log.h"
 #include "store/server/store.h"
@@ -21,7 +21,8 @@ void onSignal(int) {
 /// Applies a mongod-style YAML config (storage.dbPath, net.port, net.bindIp,
 /// storage.wiredTiger.engineConfig.cacheSizeGB, ...). Flags given on the command
 /// line win over the file.
-bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CLI::App& app, std::string* err) {
+bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CLI::App& app,
+                 std::string* err) {
     try {
         YAML::Node root = YAML::LoadFile(path);
         auto set = [&](const char* flag, auto& field, YAML::Node n) {
@@ -34,7 +35,9 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
                     set("--wiredTigerCacheSizeGB", o.cacheSizeGB, ec["cacheSizeGB"]);
                     set("--directIO", o.directIO, ec["directIO"]);
                 }
-                if (auto cc = wt["collectionConfig"]) set("--wiredTigerCollectionBlockCompressor", o.blockCompressor, cc["blockCompressor"]);
+                if (auto cc = wt["collectionConfig"])
+                    set("--wiredTigerCollectionBlockCompressor", o.blockCompressor,
+                        cc["blockCompressor"]);
             }
         }
         if (auto net = root["net"]) {
@@ -42,8 +45,10 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
             set("--bind_ip", o.bindIp, net["bindIp"]);
         }
         if (auto sl = root["systemLog"]) {
-            if (sl["destination"] && sl["destination"].as<std::string>() == "file") set("--logpath", o.logPath, sl["path"]);
-            if (sl["verbosity"] && app.count("--verbose") == 0) o.verbose = sl["verbosity"].as<int>() > 0;
+            if (sl["destination"] && sl["destination"].as<std::string>() == "file")
+                set("--logpath", o.logPath, sl["path"]);
+            if (sl["verbosity"] && app.count("--verbose") == 0)
+                o.verbose = sl["verbosity"].as<int>() > 0;
         }
         if (auto repl = root["replication"]) {
             set("--replSet", o.replSet, repl["replSetName"]);
@@ -51,7 +56,8 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
         }
         for (auto it = root.begin(); it != root.end(); ++it) {
             std::string k = it->first.as<std::string>();
-            if (k != "storage" && k != "net" && k != "systemLog" && k != "replication" && k != "processManagement" && k != "setParameter") {
+            if (k != "storage" && k != "net" && k != "systemLog" && k != "replication" &&
+                k != "processManagement" && k != "setParameter") {
                 *err = "unrecognized config section '" + k + "'";
                 return false;
             }
@@ -72,7 +78,8 @@ int runStore(halo::store::StoreOptions opts) {
     std::signal(SIGPIPE, SIG_IGN);
     halo::Status s = store.start();
     if (!s.isOK()) {
-        halo::log::error("control", 20568, "Error during startup", "{\"error\":" + halo::log::quote(s.toString()) + "}");
+        halo::log::error("control", 20568, "Error during startup",
+                         "{\"error\":" + halo::log::quote(s.toString()) + "}");
         store.stop();
         return 1;
     }
@@ -90,22 +97,31 @@ int main(int argc, char** argv) {
 
     halo::store::StoreOptions so;
     std::string config;
-    auto* store = app.add_subcommand("store", "Run the embedded MongoDB-compatible store (WiredTiger)");
+    auto* store =
+        app.add_subcommand("store", "Run the embedded MongoDB-compatible store (WiredTiger)");
     store->add_option("--config,-f", config, "mongod-style YAML configuration file");
-    store->add_option("--port", so.port, "TCP port to listen on (0 picks a free port)")->capture_default_str();
-    store->add_option("--bind_ip", so.bindIp, "Comma-separated addresses to listen on")->capture_default_str();
+    store->add_option("--port", so.port, "TCP port to listen on (0 picks a free port)")
+        ->capture_default_str();
+    store->add_option("--bind_ip", so.bindIp, "Comma-separated addresses to listen on")
+        ->capture_default_str();
     store->add_option("--dbpath", so.dbPath, "Directory for data files")->capture_default_str();
-    store->add_option("--wiredTigerCacheSizeGB", so.cacheSizeGB, "WiredTiger cache size in GB")->capture_default_str();
-    store->add_option("--wiredTigerCollectionBlockCompressor", so.blockCompressor, "Block compressor: snappy, zlib or none")
+    store->add_option("--wiredTigerCacheSizeGB", so.cacheSizeGB, "WiredTiger cache size in GB")
+        ->capture_default_str();
+    store
+        ->add_option("--wiredTigerCollectionBlockCompressor", so.blockCompressor,
+                     "Block compressor: snappy, zlib or none")
         ->check(CLI::IsMember({"snappy", "zlib", "none"}))
         ->capture_default_str();
-    store->add_flag("--directIO", so.directIO, "Use direct I/O for data files (bypass the OS page cache)");
+    store->add_flag("--directIO", so.directIO,
+                    "Use direct I/O for data files (bypass the OS page cache)");
     store->add_option("--logpath", so.logPath, "Log file (default: stdout)");
     store->add_flag("--verbose,-v", so.verbose, "Debug logging");
     store->add_option("--replSet", so.replSet, "Replica set name (single-member replica set)");
     store->add_option("--oplogSize", so.oplogSizeMB, "Oplog size in MB")->capture_default_str();
-    store->add_option("--cursorTimeoutMillis", so.cursorTimeoutMillis, "Idle cursor timeout")->capture_default_str();
-    store->add_option("--threads", so.threads, "Network threads (0: one per core)")->capture_default_str();
+    store->add_option("--cursorTimeoutMillis", so.cursorTimeoutMillis, "Idle cursor timeout")
+        ->capture_default_str();
+    store->add_option("--threads", so.threads, "Network threads (0: one per core)")
+        ->capture_default_str();
 
     CLI11_PARSE(app, argc, argv);
 
@@ -113,7 +129,8 @@ int main(int argc, char** argv) {
         if (!config.empty()) {
             std::string err;
             if (!applyConfig(config, so, *store, &err)) {
-                std::fprintf(stderr, "Error reading config file %s: %s\n", config.c_str(), err.c_str());
+                std::fprintf(stderr, "Error reading config file %s: %s\n", config.c_str(),
+                             err.c_str());
                 return 2;
             }
         }

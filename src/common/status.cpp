@@ -1,9 +1,9 @@
 #include "common/status.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace halo {
 

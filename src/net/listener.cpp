@@ -1,8 +1,8 @@
 #include "net/listener.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "common/log.h"
 
@@ -16,7 +16,9 @@ constexpr int32_t kMaxFrame = 48'000'000;
 Listener::Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory)
     : io_(io), bindIp_(std::move(bindIp)), port_(port), factory_(std::move(factory)) {}
 
-Listener::~Listener() { stop(); }
+Listener::~Listener() {
+    stop();
+}
 
 Status Listener::start() {
     // --bind_ip takes a comma-separated list, as mongod's does.
@@ -24,7 +26,8 @@ Status Listener::start() {
     size_t start = 0;
     while (start <= bindIp_.size()) {
         size_t comma = bindIp_.find(',', start);
-        std::string ip = bindIp_.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        std::string ip =
+            bindIp_.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         if (!ip.empty()) ips.push_back(ip == "localhost" ? "127.0.0.1" : ip);
         if (comma == std::string::npos) break;
         start = comma + 1;

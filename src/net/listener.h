@@ -4,7 +4,6 @@
 // frame, hands it to its FrameHandler, writes back what the handler returns,
 // in order (one request at a time per connection, as the protocol requires).
 #include <asio.hpp>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -34,7 +33,7 @@ struct HandlerResult {
 
 /// Per-connection protocol logic. Called from one coroutine at a time.
 class FrameHandler {
-public:
+  public:
     virtual ~FrameHandler() = default;
     /// `frame` is a whole message, header included, already bounded to
     /// [16, maxMessageSizeBytes]. Must not throw.
@@ -47,7 +46,7 @@ using HandlerFactory = std::function<std::unique_ptr<FrameHandler>(const Connect
 /// port, read it back with port()); stop() closes the acceptor and every open
 /// connection. Thread-safe: the io_context may be run by several threads.
 class Listener {
-public:
+  public:
     Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory);
     ~Listener();
     Status start();
@@ -56,7 +55,7 @@ public:
     size_t openConnections() const;
     uint64_t totalConnections() const { return nextId_.load() - 1; }
 
-private:
+  private:
     asio::awaitable<void> acceptLoop();
     asio::awaitable<void> serve(asio::ip::tcp::socket socket, uint64_t id);
 

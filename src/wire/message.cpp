@@ -1,13 +1,12 @@
 #include "wire/message.h"
 
+#include <fmt/format.h>
 #include <snappy.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include <array>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace halo::wire {
 namespace {
@@ -24,7 +23,9 @@ void putI32(std::vector<uint8_t>& out, int32_t v) {
     out.insert(out.end(), b, b + 4);
 }
 
-void patchI32(std::vector<uint8_t>& out, size_t at, int32_t v) { std::memcpy(out.data() + at, &v, 4); }
+void patchI32(std::vector<uint8_t>& out, size_t at, int32_t v) {
+    std::memcpy(out.data() + at, &v, 4);
+}
 
 void putHeader(std::vector<uint8_t>& out, int32_t requestId, int32_t responseTo, OpCode op) {
     putI32(out, 0);  // patched when the frame is complete
@@ -33,7 +34,9 @@ void putHeader(std::vector<uint8_t>& out, int32_t requestId, int32_t responseTo,
     putI32(out, static_cast<int32_t>(op));
 }
 
-void finishFrame(std::vector<uint8_t>& out) { patchI32(out, 0, static_cast<int32_t>(out.size())); }
+void finishFrame(std::vector<uint8_t>& out) {
+    patchI32(out, 0, static_cast<int32_t>(out.size()));
+}
 
 /// Reads one BSON document at the front of `rest`, bounded and validated.
 StatusWith<std::span<const uint8_t>> takeDocument(std::span<const uint8_t>& rest) {
@@ -42,9 +45,10 @@ StatusWith<std::span<const uint8_t>> takeDocument(std::span<const uint8_t>& rest
     if (len < 5 || static_cast<size_t>(len) > rest.size())
         return Status(ErrorCode::InvalidBSON, "BSON document length out of bounds");
     if (len > kMaxBsonObjectSize + 16 * 1024)
-        return Status(ErrorCode::BSONObjectTooLarge,
-                      fmt::format("BSONObj size: {} is invalid. Size must be between 0 and {}(16MB)",
-                                  len, kMaxBsonObjectSize));
+        return Status(
+            ErrorCode::BSONObjectTooLarge,
+            fmt::format("BSONObj size: {} is invalid. Size must be between 0 and {}(16MB)", len,
+                        kMaxBsonObjectSize));
     auto doc = rest.first(static_cast<size_t>(len));
     Status s = bson::validate(doc.data(), doc.size());
     if (!s.isOK()) return s;
@@ -98,7 +102,8 @@ StatusWith<Header> parseHeader(std::span<const uint8_t> bytes) {
 
 StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
     OpMsg msg;
-    if (frame.size() < static_cast<size_t>(kHeaderSize)) return Status(ErrorCode::ProtocolError, "OP_MSG too short");
+    if (frame.size() < static_cast<size_t>(kHeaderSize))
+        return Status(ErrorCode::ProtocolError, "OP_MSG too short");
     auto payload = frame.subspan(kHeaderSize);
     if (payload.size() < 5) return Status(ErrorCode::ProtocolError, "OP_MSG too short");
     msg.flags = static_cast<uint32_t>(readI32(payload.data()));
@@ -126,10 +131,12 @@ StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
             msg.body = doc.getValue();
             haveBody = true;
         } else if (kind == 1) {
-            if (rest.size() < 4) return Status(ErrorCode::ProtocolError, "OP_MSG section truncated");
+            if (rest.size() < 4)
+                return Status(ErrorCode::ProtocolError, "OP_MSG section truncated");
             int32_t size = readI32(rest.data());
             if (size < 5 || static_cast<size_t>(size) > rest.size())
-                return Status(ErrorCode::ProtocolError, "OP_MSG document sequence size out of bounds");
+                return Status(ErrorCode::ProtocolError,
+                              "OP_MSG document sequence size out of bounds");
             auto section = rest.subspan(4, static_cast<size_t>(size) - 4);
             rest = rest.subspan(static_cast<size_t>(size));
             auto id = takeCString(section);
@@ -157,7 +164,8 @@ StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
 
 StatusWith<OpQuery> parseOpQuery(std::span<const uint8_t> frame) {
     OpQuery q;
-    if (frame.size() < static_cast<size_t>(kHeaderSize)) return Status(ErrorCode::ProtocolError, "OP_QUERY too short");
+    if (frame.size() < static_cast<size_t>(kHeaderSize))
+        return Status(ErrorCode::ProtocolError, "OP_QUERY too short");
     auto payload = frame.subspan(kHeaderSize);
     if (payload.size() < 4) return Status(ErrorCode::ProtocolError, "OP_QUERY too short");
     q.flags = readI32(payload.data());
@@ -196,7 +204,8 @@ StatusWith<std::vector<uint8_t>> decompress(const Header& h, std::span<const uin
     size_t outLen = static_cast<size_t>(uncompressedSize);
     switch (compressor) {
         case Compressor::Noop:
-            if (data.size() != outLen) return Status(ErrorCode::ProtocolError, "noop size mismatch");
+            if (data.size() != outLen)
+                return Status(ErrorCode::ProtocolError, "noop size mismatch");
             if (outLen) std::memcpy(dst, data.data(), outLen);
             break;
         case Compressor::Snappy: {
@@ -242,7 +251,9 @@ StatusWith<std::vector<uint8_t>> compress(std::span<const uint8_t> frame, Compre
     out.push_back(static_cast<uint8_t>(c));
     size_t at = out.size();
     switch (c) {
-        case Compressor::Noop: out.insert(out.end(), body.begin(), body.end()); break;
+        case Compressor::Noop:
+            out.insert(out.end(), body.begin(), body.end());
+            break;
         case Compressor::Snappy: {
             out.resize(at + snappy::MaxCompressedLength(body.size()));
             size_t n = 0;
@@ -343,7 +354,8 @@ bson::Doc mergeSequences(const OpMsg& msg) {
         char keybuf[16];
         for (size_t i = 0; i < seq.documents.size(); ++i) {
             const char* key;
-            size_t klen = bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+            size_t klen =
+                bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
             bson_t child;
             bson_init_static(&child, seq.documents[i].data(), seq.documents[i].size());
             bson_append_document(&arr, key, static_cast<int>(klen), &child);
@@ -355,19 +367,27 @@ bson::Doc mergeSequences(const OpMsg& msg) {
 
 std::string_view compressorName(Compressor c) {
     switch (c) {
-        case Compressor::Noop: return "noop";
-        case Compressor::Snappy: return "snappy";
-        case Compressor::Zlib: return "zlib";
-        case Compressor::Zstd: return "zstd";
+        case Compressor::Noop:
+            return "noop";
+        case Compressor::Snappy:
+            return "snappy";
+        case Compressor::Zlib:
+            return "zlib";
+        case Compressor::Zstd:
+            return "zstd";
     }
     return "unknown";
 }
 
 bool compressorFromName(std::string_view name, Compressor* out) {
-    if (name == "snappy") *out = Compressor::Snappy;
-    else if (name == "zlib") *out = Compressor::Zlib;
-    else if (name == "zstd") *out = Compressor::Zstd;
-    else return false;
+    if (name == "snappy")
+        *out = Compressor::Snappy;
+    else if (name == "zlib")
+        *out = Compressor::Zlib;
+    else if (name == "zstd")
+        *out = Compressor::Zstd;
+    else
+        return false;
     return true;
 }
 

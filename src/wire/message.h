@@ -68,7 +68,7 @@ struct OpQuery {
     std::string fullCollectionName;
     int32_t numberToSkip = 0;
     int32_t numberToReturn = 0;
-    std::span<const uint8_t> query;       // validated BSON
+    std::span<const uint8_t> query;           // validated BSON
     std::span<const uint8_t> fieldsSelector;  // empty when absent
 };
 
@@ -88,10 +88,10 @@ StatusWith<std::vector<uint8_t>> compress(std::span<const uint8_t> frame, Compre
 /// Encoders. Each returns the whole frame, header included.
 std::vector<uint8_t> buildOpMsg(int32_t requestId, int32_t responseTo, const bson_t* body,
                                 uint32_t flags = 0);
-std::vector<uint8_t> buildOpMsgWithSequences(int32_t requestId, int32_t responseTo,
-                                             const bson_t* body,
-                                             const std::vector<std::pair<std::string, std::vector<const bson_t*>>>& seqs,
-                                             uint32_t flags = 0);
+std::vector<uint8_t> buildOpMsgWithSequences(
+    int32_t requestId, int32_t responseTo, const bson_t* body,
+    const std::vector<std::pair<std::string, std::vector<const bson_t*>>>& seqs,
+    uint32_t flags = 0);
 std::vector<uint8_t> buildOpReply(int32_t requestId, int32_t responseTo, const bson_t* doc,
                                   int32_t responseFlags = 0);
 std::vector<uint8_t> buildOpQuery(int32_t requestId, std::string_view ns, const bson_t* query,

@@ -21,7 +21,8 @@ const Doc& sampleDoc() {
 }
 
 void BM_FrameDecode(benchmark::State& state) {
-    auto body = Doc::fromJsonOrDie(R"({"find": "orders", "filter": {"_id": 42}, "limit": 1, "$db": "shop",
+    auto body =
+        Doc::fromJsonOrDie(R"({"find": "orders", "filter": {"_id": 42}, "limit": 1, "$db": "shop",
                                        "lsid": {"id": {"$binary": {"base64": "AAAAAAAAAAAAAAAAAAAAAA==", "subType": "04"}}}})");
     auto frame = halo::wire::buildOpMsg(1, 0, body.get());
     for (auto _ : state) {
@@ -42,7 +43,8 @@ void BM_MatcherSimple(benchmark::State& state) {
 BENCHMARK(BM_MatcherSimple);
 
 void BM_MatcherArrayPath(benchmark::State& state) {
-    auto filter = Doc::fromJsonOrDie(R"({"items": {"$elemMatch": {"sku": "b7", "qty": {"$gte": 1}}}, "user": {"$in": ["user1", "user8812"]}})");
+    auto filter = Doc::fromJsonOrDie(
+        R"({"items": {"$elemMatch": {"sku": "b7", "qty": {"$gte": 1}}}, "user": {"$in": ["user1", "user8812"]}})");
     auto m = halo::query::Matcher::parse(filter.get());
     for (auto _ : state) benchmark::DoNotOptimize(m.getValue()->matches(sampleDoc().get()));
 }
@@ -69,7 +71,8 @@ void BM_GenerateCompoundKeys(benchmark::State& state) {
     for (auto _ : state) {
         keys.clear();
         bool multikey = false;
-        benchmark::DoNotOptimize(halo::store::generateKeys(sampleDoc().get(), p, {}, &keys, &multikey));
+        benchmark::DoNotOptimize(
+            halo::store::generateKeys(sampleDoc().get(), p, {}, &keys, &multikey));
     }
 }
 BENCHMARK(BM_GenerateCompoundKeys);

@@ -9,6 +9,7 @@
 // With no --uri it starts nothing and measures only the echo server.
 #include <mongoc/mongoc.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,8 +18,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "net/listener.h"
 #include "wire/message.h"
@@ -30,12 +29,12 @@ using Clock = std::chrono::steady_clock;
 /// Answers hello/isMaster like a standalone server, everything else with one
 /// canned document in a closed cursor. No storage, no parsing beyond the name.
 class EchoHandler : public halo::net::FrameHandler {
-public:
+  public:
     asio::awaitable<halo::net::HandlerResult> onFrame(halo::net::Frame frame) override {
         co_return handle(frame);
     }
 
-private:
+  private:
     halo::net::HandlerResult handle(const halo::net::Frame& frame) {
         auto h = halo::wire::parseHeader(frame).getValue();
         bool hello = false;
@@ -118,9 +117,11 @@ Result run(const std::string& uri, int threads, double seconds, int docs) {
                 x ^= x >> 7;
                 x ^= x << 17;
                 bson_t filter = BSON_INITIALIZER;
-                BSON_APPEND_INT32(&filter, "_id", static_cast<int32_t>(x % static_cast<uint64_t>(docs)));
+                BSON_APPEND_INT32(&filter, "_id",
+                                  static_cast<int32_t>(x % static_cast<uint64_t>(docs)));
                 auto t0 = Clock::now();
-                mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll, &filter, nullptr, nullptr);
+                mongoc_cursor_t* cur =
+                    mongoc_collection_find_with_opts(coll, &filter, nullptr, nullptr);
                 const bson_t* doc;
                 int found = 0;
                 while (mongoc_cursor_next(cur, &doc)) ++found;
@@ -166,7 +167,8 @@ void load(const std::string& uri, int docs) {
             batch.push_back(d);
         }
         bson_error_t err;
-        if (!mongoc_collection_insert_many(coll, const_cast<const bson_t**>(batch.data()), batch.size(), nullptr, nullptr, &err)) {
+        if (!mongoc_collection_insert_many(coll, const_cast<const bson_t**>(batch.data()),
+                                           batch.size(), nullptr, nullptr, &err)) {
             std::fprintf(stderr, "load failed: %s\n", err.message);
             std::exit(1);
         }
@@ -196,17 +198,18 @@ int main(int argc, char** argv) {
     });
     if (!echo.start().isOK()) return 1;
     std::thread ioThread([&] { io.run(); });
-    std::string echoUri = "mongodb://127.0.0.1:" + std::to_string(echo.port()) + "/?directConnection=true";
+    std::string echoUri =
+        "mongodb://127.0.0.1:" + std::to_string(echo.port()) + "/?directConnection=true";
     Result e = run(echoUri, threads, seconds, docs);
-    std::printf("echo server : %10.0f ops/s  p50 %7.1f us  p99 %7.1f us  errors %lld\n", e.opsPerSec, e.p50us, e.p99us,
-                static_cast<long long>(e.errors));
+    std::printf("echo server : %10.0f ops/s  p50 %7.1f us  p99 %7.1f us  errors %lld\n",
+                e.opsPerSec, e.p50us, e.p99us, static_cast<long long>(e.errors));
     if (!uri.empty()) {
         load(uri, docs);
         Result s = run(uri, threads, seconds, docs);
-        std::printf("store       : %10.0f ops/s  p50 %7.1f us  p99 %7.1f us  errors %lld\n", s.opsPerSec, s.p50us, s.p99us,
-                    static_cast<long long>(s.errors));
-        std::printf("store/echo  : %10.2f x throughput, p50 +%.1f us, p99 +%.1f us\n", s.opsPerSec / e.opsPerSec,
-                    s.p50us - e.p50us, s.p99us - e.p99us);
+        std::printf("store       : %10.0f ops/s  p50 %7.1f us  p99 %7.1f us  errors %lld\n",
+                    s.opsPerSec, s.p50us, s.p99us, static_cast<long long>(s.errors));
+        std::printf("store/echo  : %10.2f x throughput, p50 +%.1f us, p99 +%.1f us\n",
+                    s.opsPerSec / e.opsPerSec, s.p50us - e.p50us, s.p99us - e.p99us);
     }
     echo.stop();
     io.stop();

@@ -17,7 +17,8 @@ int main() {
     auto body = bson::Doc::fromJsonOrDie(R"({"insert": "c", "$db": "t", "ordered": true})");
     auto d1 = bson::Doc::fromJsonOrDie(R"({"_id": 1, "a": [1, 2, {"b": "x"}]})");
     seeds.push_back(wire::buildOpMsg(1, 0, body.get()));
-    seeds.push_back(wire::buildOpMsgWithSequences(2, 0, body.get(), {{"documents", {d1.get(), d1.get()}}}));
+    seeds.push_back(
+        wire::buildOpMsgWithSequences(2, 0, body.get(), {{"documents", {d1.get(), d1.get()}}}));
     seeds.push_back(wire::buildOpQuery(3, "admin.$cmd", d1.get()));
     for (auto c : {wire::Compressor::Snappy, wire::Compressor::Zlib, wire::Compressor::Zstd})
         seeds.push_back(wire::compress(seeds[1], c).getValue());
@@ -28,9 +29,17 @@ int main() {
         int mutations = 1 + static_cast<int>(rng() % 8);
         for (int m = 0; m < mutations; ++m) {
             switch (rng() % 4) {
-                case 0: frame[rng() % frame.size()] = static_cast<uint8_t>(rng()); break;
-                case 1: frame.resize(16 + rng() % frame.size()); break;
-                case 2: frame.insert(frame.begin() + static_cast<long>(16 + rng() % (frame.size() - 15)), static_cast<uint8_t>(rng())); break;
+                case 0:
+                    frame[rng() % frame.size()] = static_cast<uint8_t>(rng());
+                    break;
+                case 1:
+                    frame.resize(16 + rng() % frame.size());
+                    break;
+                case 2:
+                    frame.insert(
+                        frame.begin() + static_cast<long>(16 + rng() % (frame.size() - 15)),
+                        static_cast<uint8_t>(rng()));
+                    break;
                 case 3: {  // keep the length prefix honest so deeper parsers run
                     int32_t len = static_cast<int32_t>(frame.size());
                     std::memcpy(frame.data(), &len, 4);

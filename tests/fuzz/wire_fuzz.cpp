@@ -20,14 +20,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (m.isOK()) (void)mergeSequences(m.getValue());
             break;
         }
-        case OpCode::Query: (void)parseOpQuery(bytes); break;
+        case OpCode::Query:
+            (void)parseOpQuery(bytes);
+            break;
         case OpCode::Compressed:
             if (size > static_cast<size_t>(kHeaderSize)) {
                 auto d = decompress(h.getValue(), bytes.subspan(kHeaderSize));
                 if (d.isOK()) (void)parseOpMsg(d.getValue());
             }
             break;
-        default: break;
+        default:
+            break;
     }
     return 0;
 }

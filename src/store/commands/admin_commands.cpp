@@ -1,20 +1,19 @@
 // Handshake and server-information commands: hello/isMaster, buildInfo, ping,
 // getParameter, serverStatus, hostInfo, getLog, connectionStatus, whatsmyuri,
 // endSessions, killAllSessions, getCmdLineOpts, listCommands.
+#include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 
-#include <fmt/format.h>
-
 #include "store/commands/command.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
-#include "store/txn/session_catalog.h"
 #include "store/server/store.h"
 #include "store/storage/engine.h"
+#include "store/txn/session_catalog.h"
 
 namespace halo::store {
 
@@ -55,12 +54,18 @@ void negotiateCompression(OperationContext& op, bson_t* reply) {
 bool sameTopology(OperationContext& op, int64_t* maxAwaitMs) {
     bson_t tv;
     bson_iter_t it;
-    if (!bson::subDocument(op.cmd, "topologyVersion", &tv) || !bson::find(op.cmd, "maxAwaitTimeMS", &it)) return false;
+    if (!bson::subDocument(op.cmd, "topologyVersion", &tv) ||
+        !bson::find(op.cmd, "maxAwaitTimeMS", &it))
+        return false;
     *maxAwaitMs = bson_iter_as_int64(&it);
-    if (*maxAwaitMs < 0) uasserted(ErrorCode::BadValue, "maxAwaitTimeMS must be a non-negative integer");
+    if (*maxAwaitMs < 0)
+        uasserted(ErrorCode::BadValue, "maxAwaitTimeMS must be a non-negative integer");
     bson_iter_t pid, counter;
-    if (!bson::find(&tv, "processId", &pid) || !BSON_ITER_HOLDS_OID(&pid) || !bson::find(&tv, "counter", &counter)) return false;
-    return bson_oid_equal(bson_iter_oid(&pid), &op.store.processId()) && bson_iter_as_int64(&counter) == 0;
+    if (!bson::find(&tv, "processId", &pid) || !BSON_ITER_HOLDS_OID(&pid) ||
+        !bson::find(&tv, "counter", &counter))
+        return false;
+    return bson_oid_equal(bson_iter_oid(&pid), &op.store.processId()) &&
+           bson_iter_as_int64(&counter) == 0;
 }
 
 void runHello(OperationContext& op, bson_t* reply, bool legacy) {
@@ -68,13 +73,15 @@ void runHello(OperationContext& op, bson_t* reply, bool legacy) {
     int64_t maxAwaitMs = 0;
     if (op.deferral && !op.finalAttempt && sameTopology(op, &maxAwaitMs)) {
         op.deferral->requested = true;
-        op.deferral->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(maxAwaitMs);
+        op.deferral->deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(maxAwaitMs);
         return;
     }
     if (!op.client.sawHandshake) {
         op.client.sawHandshake = true;
         bson_t meta;
-        if (bson::subDocument(op.cmd, "client", &meta)) op.client.clientMetadata = bson::Doc::copyOf(&meta);
+        if (bson::subDocument(op.cmd, "client", &meta))
+            op.client.clientMetadata = bson::Doc::copyOf(&meta);
     }
     if (bson::find(op.cmd, "helloOk", &it)) BSON_APPEND_BOOL(reply, "helloOk", true);
     bson_t tv;
@@ -127,38 +134,41 @@ void runHello(OperationContext& op, bson_t* reply, bool legacy) {
     negotiateCompression(op, reply);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"hello"}, [](OperationContext& op, bson_t* r) { runHello(op, r, false); }});
-HALO_REGISTER_COMMAND(CommandSpec{{"isMaster", "ismaster"}, [](OperationContext& op, bson_t* r) { runHello(op, r, true); }});
+HALO_REGISTER_COMMAND(CommandSpec{{"hello"},
+                                  [](OperationContext& op, bson_t* r) { runHello(op, r, false); }});
+HALO_REGISTER_COMMAND(CommandSpec{{"isMaster", "ismaster"},
+                                  [](OperationContext& op, bson_t* r) { runHello(op, r, true); }});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"ping"}, [](OperationContext&, bson_t*) {}});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"buildInfo", "buildinfo"}, [](OperationContext&, bson_t* r) {
-    BSON_APPEND_UTF8(r, "version", kVersion);
-    BSON_APPEND_UTF8(r, "gitVersion", "halocline");
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(r, "versionArray", &arr);
-    BSON_APPEND_INT32(&arr, "0", 7);
-    BSON_APPEND_INT32(&arr, "1", 0);
-    BSON_APPEND_INT32(&arr, "2", 15);
-    BSON_APPEND_INT32(&arr, "3", 0);
-    bson_append_array_end(r, &arr);
-    BSON_APPEND_INT32(r, "bits", 64);
-    BSON_APPEND_BOOL(r, "debug", false);
-    BSON_APPEND_INT32(r, "maxBsonObjectSize", wire::kMaxBsonObjectSize);
-    bson_t modules, se, env;
-    BSON_APPEND_ARRAY_BEGIN(r, "modules", &modules);
-    bson_append_array_end(r, &modules);
-    BSON_APPEND_ARRAY_BEGIN(r, "storageEngines", &se);
-    BSON_APPEND_UTF8(&se, "0", "wiredTiger");
-    bson_append_array_end(r, &se);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "buildEnvironment", &env);
-    BSON_APPEND_UTF8(&env, "distarch", "x86_64");
-    BSON_APPEND_UTF8(&env, "target_os", "linux");
-    bson_append_document_end(r, &env);
-    BSON_APPEND_UTF8(r, "javascriptEngine", "none");
-    BSON_APPEND_UTF8(r, "allocator", "system");
-    BSON_APPEND_UTF8(r, "sysInfo", "deprecated");
-}});
+                                      BSON_APPEND_UTF8(r, "version", kVersion);
+                                      BSON_APPEND_UTF8(r, "gitVersion", "halocline");
+                                      bson_t arr;
+                                      BSON_APPEND_ARRAY_BEGIN(r, "versionArray", &arr);
+                                      BSON_APPEND_INT32(&arr, "0", 7);
+                                      BSON_APPEND_INT32(&arr, "1", 0);
+                                      BSON_APPEND_INT32(&arr, "2", 15);
+                                      BSON_APPEND_INT32(&arr, "3", 0);
+                                      bson_append_array_end(r, &arr);
+                                      BSON_APPEND_INT32(r, "bits", 64);
+                                      BSON_APPEND_BOOL(r, "debug", false);
+                                      BSON_APPEND_INT32(r, "maxBsonObjectSize",
+                                                        wire::kMaxBsonObjectSize);
+                                      bson_t modules, se, env;
+                                      BSON_APPEND_ARRAY_BEGIN(r, "modules", &modules);
+                                      bson_append_array_end(r, &modules);
+                                      BSON_APPEND_ARRAY_BEGIN(r, "storageEngines", &se);
+                                      BSON_APPEND_UTF8(&se, "0", "wiredTiger");
+                                      bson_append_array_end(r, &se);
+                                      BSON_APPEND_DOCUMENT_BEGIN(r, "buildEnvironment", &env);
+                                      BSON_APPEND_UTF8(&env, "distarch", "x86_64");
+                                      BSON_APPEND_UTF8(&env, "target_os", "linux");
+                                      bson_append_document_end(r, &env);
+                                      BSON_APPEND_UTF8(r, "javascriptEngine", "none");
+                                      BSON_APPEND_UTF8(r, "allocator", "system");
+                                      BSON_APPEND_UTF8(r, "sysInfo", "deprecated");
+                                  }});
 
 void appendParameters(OperationContext& op, bson_t* r, bool all) {
     bson_iter_t it;
@@ -200,276 +210,318 @@ void appendParameters(OperationContext& op, bson_t* r, bool all) {
     if (!any && !all) uasserted(ErrorCode::InvalidOptions, "no option found to get");
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"getParameter"}, [](OperationContext& op, bson_t* r) {
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    bool all = BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_utf8(&it, nullptr)) == "*";
-    if (!all && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        bson_t sub;
-        bson::subDocument(op.cmd, "getParameter", &sub);
-        bson_iter_t a;
-        if (bson::find(&sub, "allParameters", &a) && bson::isTruthy(*bson_iter_value(&a))) all = true;
-    }
-    appendParameters(op, r, all);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"getParameter"},
+    [](OperationContext& op, bson_t* r) {
+        bson_iter_t it;
+        bson_iter_init(&it, op.cmd);
+        bson_iter_next(&it);
+        bool all =
+            BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_utf8(&it, nullptr)) == "*";
+        if (!all && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t sub;
+            bson::subDocument(op.cmd, "getParameter", &sub);
+            bson_iter_t a;
+            if (bson::find(&sub, "allParameters", &a) && bson::isTruthy(*bson_iter_value(&a)))
+                all = true;
+        }
+        appendParameters(op, r, all);
+    },
+    true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"serverStatus"}, [](OperationContext& op, bson_t* r) {
-    Store& st = op.store;
-    auto up = std::chrono::steady_clock::now() - st.startTime();
-    auto upMs = std::chrono::duration_cast<std::chrono::milliseconds>(up).count();
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    BSON_APPEND_UTF8(r, "host", host);
-    BSON_APPEND_UTF8(r, "version", kVersion);
-    BSON_APPEND_UTF8(r, "process", "mongod");
-    BSON_APPEND_INT64(r, "pid", getpid());
-    BSON_APPEND_INT64(r, "uptime", upMs / 1000);
-    BSON_APPEND_INT64(r, "uptimeMillis", upMs);
-    BSON_APPEND_INT64(r, "uptimeEstimate", upMs / 1000);
-    BSON_APPEND_DATE_TIME(r, "localTime", nowMillis());
-    bson_t conn, ops, wt, cache, se, metrics, cursor;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &conn);
-    BSON_APPEND_INT32(&conn, "current", static_cast<int32_t>(st.openConnections()));
-    BSON_APPEND_INT32(&conn, "available", 1000000);
-    BSON_APPEND_INT32(&conn, "totalCreated", static_cast<int32_t>(st.totalConnections()));
-    bson_append_document_end(r, &conn);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &ops);
-    auto& c = st.counters();
-    BSON_APPEND_INT64(&ops, "insert", c.insert.load());
-    BSON_APPEND_INT64(&ops, "query", c.query.load());
-    BSON_APPEND_INT64(&ops, "update", c.update.load());
-    BSON_APPEND_INT64(&ops, "delete", c.del.load());
-    BSON_APPEND_INT64(&ops, "getmore", c.getmore.load());
-    BSON_APPEND_INT64(&ops, "command", c.command.load());
-    bson_append_document_end(r, &ops);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &se);
-    BSON_APPEND_UTF8(&se, "name", "wiredTiger");
-    BSON_APPEND_BOOL(&se, "supportsCommittedReads", true);
-    BSON_APPEND_BOOL(&se, "persistent", true);
-    bson_append_document_end(r, &se);
-    Engine& e = st.engine();
-    BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &wt);
-    BSON_APPEND_DOCUMENT_BEGIN(&wt, "cache", &cache);
-    BSON_APPEND_INT64(&cache, "maximum bytes configured", e.connStat(WT_STAT_CONN_CACHE_BYTES_MAX));
-    BSON_APPEND_INT64(&cache, "bytes currently in the cache", e.connStat(WT_STAT_CONN_CACHE_BYTES_INUSE));
-    BSON_APPEND_INT64(&cache, "tracked dirty bytes in the cache", e.connStat(WT_STAT_CONN_CACHE_BYTES_DIRTY));
-    BSON_APPEND_INT64(&cache, "pages read into cache", e.connStat(WT_STAT_CONN_CACHE_READ));
-    BSON_APPEND_INT64(&cache, "pages written from cache", e.connStat(WT_STAT_CONN_CACHE_WRITE));
-    BSON_APPEND_INT64(&cache, "bytes read into cache", e.connStat(WT_STAT_CONN_CACHE_BYTES_READ));
-    BSON_APPEND_INT64(&cache, "bytes written from cache", e.connStat(WT_STAT_CONN_CACHE_BYTES_WRITE));
-    BSON_APPEND_INT64(&cache, "pages currently held in the cache", e.connStat(WT_STAT_CONN_CACHE_PAGES_INUSE));
-    bson_append_document_end(&wt, &cache);
-    bson_append_document_end(r, &wt);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &metrics);
-    BSON_APPEND_DOCUMENT_BEGIN(&metrics, "cursor", &cursor);
-    BSON_APPEND_INT64(&cursor, "timedOut", st.cursors().timedOut());
-    bson_t open;
-    BSON_APPEND_DOCUMENT_BEGIN(&cursor, "open", &open);
-    BSON_APPEND_INT64(&open, "total", static_cast<int64_t>(st.cursors().open()));
-    bson_append_document_end(&cursor, &open);
-    bson_append_document_end(&metrics, &cursor);
-    bson_append_document_end(r, &metrics);
-}});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"serverStatus"}, [](OperationContext& op, bson_t* r) {
+        Store& st = op.store;
+        auto up = std::chrono::steady_clock::now() - st.startTime();
+        auto upMs = std::chrono::duration_cast<std::chrono::milliseconds>(up).count();
+        char host[256] = {};
+        gethostname(host, sizeof host - 1);
+        BSON_APPEND_UTF8(r, "host", host);
+        BSON_APPEND_UTF8(r, "version", kVersion);
+        BSON_APPEND_UTF8(r, "process", "mongod");
+        BSON_APPEND_INT64(r, "pid", getpid());
+        BSON_APPEND_INT64(r, "uptime", upMs / 1000);
+        BSON_APPEND_INT64(r, "uptimeMillis", upMs);
+        BSON_APPEND_INT64(r, "uptimeEstimate", upMs / 1000);
+        BSON_APPEND_DATE_TIME(r, "localTime", nowMillis());
+        bson_t conn, ops, wt, cache, se, metrics, cursor;
+        BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &conn);
+        BSON_APPEND_INT32(&conn, "current", static_cast<int32_t>(st.openConnections()));
+        BSON_APPEND_INT32(&conn, "available", 1000000);
+        BSON_APPEND_INT32(&conn, "totalCreated", static_cast<int32_t>(st.totalConnections()));
+        bson_append_document_end(r, &conn);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &ops);
+        auto& c = st.counters();
+        BSON_APPEND_INT64(&ops, "insert", c.insert.load());
+        BSON_APPEND_INT64(&ops, "query", c.query.load());
+        BSON_APPEND_INT64(&ops, "update", c.update.load());
+        BSON_APPEND_INT64(&ops, "delete", c.del.load());
+        BSON_APPEND_INT64(&ops, "getmore", c.getmore.load());
+        BSON_APPEND_INT64(&ops, "command", c.command.load());
+        bson_append_document_end(r, &ops);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &se);
+        BSON_APPEND_UTF8(&se, "name", "wiredTiger");
+        BSON_APPEND_BOOL(&se, "supportsCommittedReads", true);
+        BSON_APPEND_BOOL(&se, "persistent", true);
+        bson_append_document_end(r, &se);
+        Engine& e = st.engine();
+        BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &wt);
+        BSON_APPEND_DOCUMENT_BEGIN(&wt, "cache", &cache);
+        BSON_APPEND_INT64(&cache, "maximum bytes configured",
+                          e.connStat(WT_STAT_CONN_CACHE_BYTES_MAX));
+        BSON_APPEND_INT64(&cache, "bytes currently in the cache",
+                          e.connStat(WT_STAT_CONN_CACHE_BYTES_INUSE));
+        BSON_APPEND_INT64(&cache, "tracked dirty bytes in the cache",
+                          e.connStat(WT_STAT_CONN_CACHE_BYTES_DIRTY));
+        BSON_APPEND_INT64(&cache, "pages read into cache", e.connStat(WT_STAT_CONN_CACHE_READ));
+        BSON_APPEND_INT64(&cache, "pages written from cache", e.connStat(WT_STAT_CONN_CACHE_WRITE));
+        BSON_APPEND_INT64(&cache, "bytes read into cache",
+                          e.connStat(WT_STAT_CONN_CACHE_BYTES_READ));
+        BSON_APPEND_INT64(&cache, "bytes written from cache",
+                          e.connStat(WT_STAT_CONN_CACHE_BYTES_WRITE));
+        BSON_APPEND_INT64(&cache, "pages currently held in the cache",
+                          e.connStat(WT_STAT_CONN_CACHE_PAGES_INUSE));
+        bson_append_document_end(&wt, &cache);
+        bson_append_document_end(r, &wt);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &metrics);
+        BSON_APPEND_DOCUMENT_BEGIN(&metrics, "cursor", &cursor);
+        BSON_APPEND_INT64(&cursor, "timedOut", st.cursors().timedOut());
+        bson_t open;
+        BSON_APPEND_DOCUMENT_BEGIN(&cursor, "open", &open);
+        BSON_APPEND_INT64(&open, "total", static_cast<int64_t>(st.cursors().open()));
+        bson_append_document_end(&cursor, &open);
+        bson_append_document_end(&metrics, &cursor);
+        bson_append_document_end(r, &metrics);
+    }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"hostInfo"}, [](OperationContext&, bson_t* r) {
-    struct utsname u;
-    uname(&u);
-    bson_t sys, os, extra;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "system", &sys);
-    BSON_APPEND_DATE_TIME(&sys, "currentTime", nowMillis());
-    BSON_APPEND_UTF8(&sys, "hostname", u.nodename);
-    BSON_APPEND_INT32(&sys, "cpuAddrSize", 64);
-    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-    BSON_APPEND_INT64(&sys, "memSizeMB", static_cast<int64_t>(pages) * pageSize / (1024 * 1024));
-    BSON_APPEND_INT32(&sys, "numCores", static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
-    BSON_APPEND_UTF8(&sys, "cpuArch", u.machine);
-    BSON_APPEND_BOOL(&sys, "numaEnabled", false);
-    bson_append_document_end(r, &sys);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "os", &os);
-    BSON_APPEND_UTF8(&os, "type", "Linux");
-    BSON_APPEND_UTF8(&os, "name", u.sysname);
-    BSON_APPEND_UTF8(&os, "version", u.release);
-    bson_append_document_end(r, &os);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "extra", &extra);
-    BSON_APPEND_UTF8(&extra, "versionString", u.version);
-    BSON_APPEND_INT64(&extra, "pageSize", pageSize);
-    bson_append_document_end(r, &extra);
-}});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"hostInfo"}, [](OperationContext&, bson_t* r) {
+        struct utsname u;
+        uname(&u);
+        bson_t sys, os, extra;
+        BSON_APPEND_DOCUMENT_BEGIN(r, "system", &sys);
+        BSON_APPEND_DATE_TIME(&sys, "currentTime", nowMillis());
+        BSON_APPEND_UTF8(&sys, "hostname", u.nodename);
+        BSON_APPEND_INT32(&sys, "cpuAddrSize", 64);
+        long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+        BSON_APPEND_INT64(&sys, "memSizeMB",
+                          static_cast<int64_t>(pages) * pageSize / (1024 * 1024));
+        BSON_APPEND_INT32(&sys, "numCores", static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+        BSON_APPEND_UTF8(&sys, "cpuArch", u.machine);
+        BSON_APPEND_BOOL(&sys, "numaEnabled", false);
+        bson_append_document_end(r, &sys);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "os", &os);
+        BSON_APPEND_UTF8(&os, "type", "Linux");
+        BSON_APPEND_UTF8(&os, "name", u.sysname);
+        BSON_APPEND_UTF8(&os, "version", u.release);
+        bson_append_document_end(r, &os);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "extra", &extra);
+        BSON_APPEND_UTF8(&extra, "versionString", u.version);
+        BSON_APPEND_INT64(&extra, "pageSize", pageSize);
+        bson_append_document_end(r, &extra);
+    }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"getLog"}, [](OperationContext& op, bson_t* r) {
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    std::string which = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr) : "";
-    if (which == "*") {
-        bson_t names;
-        BSON_APPEND_ARRAY_BEGIN(r, "names", &names);
-        BSON_APPEND_UTF8(&names, "0", "global");
-        BSON_APPEND_UTF8(&names, "1", "startupWarnings");
-        bson_append_array_end(r, &names);
-        return;
-    }
-    if (which != "global" && which != "startupWarnings")
-        uasserted(ErrorCode::OperationFailed, "No log named '" + which + "'");
-    BSON_APPEND_INT32(r, "totalLinesWritten", 0);
-    bson_t log;
-    BSON_APPEND_ARRAY_BEGIN(r, "log", &log);
-    bson_append_array_end(r, &log);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"getLog"},
+    [](OperationContext& op, bson_t* r) {
+        bson_iter_t it;
+        bson_iter_init(&it, op.cmd);
+        bson_iter_next(&it);
+        std::string which = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr) : "";
+        if (which == "*") {
+            bson_t names;
+            BSON_APPEND_ARRAY_BEGIN(r, "names", &names);
+            BSON_APPEND_UTF8(&names, "0", "global");
+            BSON_APPEND_UTF8(&names, "1", "startupWarnings");
+            bson_append_array_end(r, &names);
+            return;
+        }
+        if (which != "global" && which != "startupWarnings")
+            uasserted(ErrorCode::OperationFailed, "No log named '" + which + "'");
+        BSON_APPEND_INT32(r, "totalLinesWritten", 0);
+        bson_t log;
+        BSON_APPEND_ARRAY_BEGIN(r, "log", &log);
+        bson_append_array_end(r, &log);
+    },
+    true});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"connectionStatus"}, [](OperationContext&, bson_t* r) {
-    bson_t info, users, roles;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "authInfo", &info);
-    BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &users);
-    bson_append_array_end(&info, &users);
-    BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles", &roles);
-    bson_append_array_end(&info, &roles);
-    bson_append_document_end(r, &info);
-}});
+                                      bson_t info, users, roles;
+                                      BSON_APPEND_DOCUMENT_BEGIN(r, "authInfo", &info);
+                                      BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &users);
+                                      bson_append_array_end(&info, &users);
+                                      BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles",
+                                                              &roles);
+                                      bson_append_array_end(&info, &roles);
+                                      bson_append_document_end(r, &info);
+                                  }});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"whatsmyuri"}, [](OperationContext& op, bson_t* r) {
-    BSON_APPEND_UTF8(r, "you", op.client.remote.c_str());
-}});
+                                      BSON_APPEND_UTF8(r, "you", op.client.remote.c_str());
+                                  }});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"endSessions"}, [](OperationContext& op, bson_t*) {
-    bson_iter_t it, a;
-    if (!bson::find(op.cmd, "endSessions", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return;
-    bson_iter_recurse(&it, &a);
-    while (bson_iter_next(&a)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) continue;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&a, &len, &data);
-        bson::View lsid(data, len);
-        op.store.sessions().end(lsid.get());
-    }
-}});
+                                      bson_iter_t it, a;
+                                      if (!bson::find(op.cmd, "endSessions", &it) ||
+                                          !BSON_ITER_HOLDS_ARRAY(&it))
+                                          return;
+                                      bson_iter_recurse(&it, &a);
+                                      while (bson_iter_next(&a)) {
+                                          if (!BSON_ITER_HOLDS_DOCUMENT(&a)) continue;
+                                          uint32_t len;
+                                          const uint8_t* data;
+                                          bson_iter_document(&a, &len, &data);
+                                          bson::View lsid(data, len);
+                                          op.store.sessions().end(lsid.get());
+                                      }
+                                  }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"commitTransaction"}, [](OperationContext& op, bson_t*) {
-    CurrentOperation& cur = currentOperation();
-    if (!cur.txn) return;  // a retried commit of a committed transaction
-    cur.sessions->commit(*cur.txn);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{{"commitTransaction"},
+                                  [](OperationContext& op, bson_t*) {
+                                      CurrentOperation& cur = currentOperation();
+                                      if (!cur.txn)
+                                          return;  // a retried commit of a committed transaction
+                                      cur.sessions->commit(*cur.txn);
+                                  },
+                                  true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"abortTransaction"}, [](OperationContext& op, bson_t*) {
-    CurrentOperation& cur = currentOperation();
-    if (!cur.txn) uasserted(ErrorCode::NoSuchTransaction, "No transaction started");
-    cur.sessions->abort(*cur.txn);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{{"abortTransaction"},
+                                  [](OperationContext& op, bson_t*) {
+                                      CurrentOperation& cur = currentOperation();
+                                      if (!cur.txn)
+                                          uasserted(ErrorCode::NoSuchTransaction,
+                                                    "No transaction started");
+                                      cur.sessions->abort(*cur.txn);
+                                  },
+                                  true});
 HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessions"}, [](OperationContext&, bson_t*) {}});
 HALO_REGISTER_COMMAND(CommandSpec{{"killSessions"}, [](OperationContext&, bson_t*) {}});
 HALO_REGISTER_COMMAND(CommandSpec{{"startSession"}, [](OperationContext&, bson_t* r) {
-    bson_t id;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "id", &id);
-    uint8_t uuid[16];
-    for (auto& b : uuid) b = static_cast<uint8_t>(rand());
-    uuid[6] = (uuid[6] & 0x0f) | 0x40;
-    uuid[8] = (uuid[8] & 0x3f) | 0x80;
-    bson_append_binary(&id, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
-    bson_append_document_end(r, &id);
-    BSON_APPEND_INT32(r, "timeoutMinutes", 30);
-}});
+                                      bson_t id;
+                                      BSON_APPEND_DOCUMENT_BEGIN(r, "id", &id);
+                                      uint8_t uuid[16];
+                                      for (auto& b : uuid) b = static_cast<uint8_t>(rand());
+                                      uuid[6] = (uuid[6] & 0x0f) | 0x40;
+                                      uuid[8] = (uuid[8] & 0x3f) | 0x80;
+                                      bson_append_binary(&id, "id", 2, BSON_SUBTYPE_UUID, uuid, 16);
+                                      bson_append_document_end(r, &id);
+                                      BSON_APPEND_INT32(r, "timeoutMinutes", 30);
+                                  }});
 HALO_REGISTER_COMMAND(CommandSpec{{"refreshSessions"}, [](OperationContext&, bson_t*) {}});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"getCmdLineOpts"}, [](OperationContext& op, bson_t* r) {
-    bson_t argv, parsed, storage, net;
-    BSON_APPEND_ARRAY_BEGIN(r, "argv", &argv);
-    BSON_APPEND_UTF8(&argv, "0", "halocline");
-    bson_append_array_end(r, &argv);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "parsed", &parsed);
-    BSON_APPEND_DOCUMENT_BEGIN(&parsed, "net", &net);
-    BSON_APPEND_UTF8(&net, "bindIp", op.store.options().bindIp.c_str());
-    BSON_APPEND_INT32(&net, "port", op.store.port());
-    bson_append_document_end(&parsed, &net);
-    BSON_APPEND_DOCUMENT_BEGIN(&parsed, "storage", &storage);
-    BSON_APPEND_UTF8(&storage, "dbPath", op.store.options().dbPath.c_str());
-    bson_append_document_end(&parsed, &storage);
-    bson_append_document_end(r, &parsed);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"getCmdLineOpts"},
+    [](OperationContext& op, bson_t* r) {
+        bson_t argv, parsed, storage, net;
+        BSON_APPEND_ARRAY_BEGIN(r, "argv", &argv);
+        BSON_APPEND_UTF8(&argv, "0", "halocline");
+        bson_append_array_end(r, &argv);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "parsed", &parsed);
+        BSON_APPEND_DOCUMENT_BEGIN(&parsed, "net", &net);
+        BSON_APPEND_UTF8(&net, "bindIp", op.store.options().bindIp.c_str());
+        BSON_APPEND_INT32(&net, "port", op.store.port());
+        bson_append_document_end(&parsed, &net);
+        BSON_APPEND_DOCUMENT_BEGIN(&parsed, "storage", &storage);
+        BSON_APPEND_UTF8(&storage, "dbPath", op.store.options().dbPath.c_str());
+        bson_append_document_end(&parsed, &storage);
+        bson_append_document_end(r, &parsed);
+    },
+    true});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"listCommands"}, [](OperationContext&, bson_t* r) {
-    bson_t cmds;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "commands", &cmds);
-    for (const auto& n : CommandRegistry::instance().names()) {
-        bson_t c;
-        BSON_APPEND_DOCUMENT_BEGIN(&cmds, n.c_str(), &c);
-        bson_append_document_end(&cmds, &c);
-    }
-    bson_append_document_end(r, &cmds);
-}});
+                                      bson_t cmds;
+                                      BSON_APPEND_DOCUMENT_BEGIN(r, "commands", &cmds);
+                                      for (const auto& n : CommandRegistry::instance().names()) {
+                                          bson_t c;
+                                          BSON_APPEND_DOCUMENT_BEGIN(&cmds, n.c_str(), &c);
+                                          bson_append_document_end(&cmds, &c);
+                                      }
+                                      bson_append_document_end(r, &cmds);
+                                  }});
 
 void requireReplSet(OperationContext& op) {
-    if (!op.store.isReplicaSet()) uasserted(ErrorCode::NoReplicationEnabled, "not running with --replSet");
+    if (!op.store.isReplicaSet())
+        uasserted(ErrorCode::NoReplicationEnabled, "not running with --replSet");
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"replSetGetStatus"}, [](OperationContext& op, bson_t* r) {
-    requireReplSet(op);
-    std::string me = op.store.hostAndPort();
-    Timestamp last = op.store.oplog().visibleUpTo();
-    auto upMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - op.store.startTime()).count();
-    BSON_APPEND_UTF8(r, "set", op.store.options().replSet.c_str());
-    BSON_APPEND_DATE_TIME(r, "date", nowMillis());
-    BSON_APPEND_INT32(r, "myState", 1);
-    BSON_APPEND_INT64(r, "term", 1);
-    BSON_APPEND_INT32(r, "heartbeatIntervalMillis", 2000);
-    bson_t optimes, members, m, opTime;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "optimes", &optimes);
-    for (const char* k : {"lastCommittedOpTime", "appliedOpTime", "durableOpTime"}) {
-        bson_t o;
-        BSON_APPEND_DOCUMENT_BEGIN(&optimes, k, &o);
-        appendTimestamp(&o, "ts", last);
-        BSON_APPEND_INT64(&o, "t", 1);
-        bson_append_document_end(&optimes, &o);
-    }
-    bson_append_document_end(r, &optimes);
-    BSON_APPEND_ARRAY_BEGIN(r, "members", &members);
-    BSON_APPEND_DOCUMENT_BEGIN(&members, "0", &m);
-    BSON_APPEND_INT32(&m, "_id", 0);
-    BSON_APPEND_UTF8(&m, "name", me.c_str());
-    BSON_APPEND_DOUBLE(&m, "health", 1.0);
-    BSON_APPEND_INT32(&m, "state", 1);
-    BSON_APPEND_UTF8(&m, "stateStr", "PRIMARY");
-    BSON_APPEND_INT64(&m, "uptime", upMs / 1000);
-    BSON_APPEND_DOCUMENT_BEGIN(&m, "optime", &opTime);
-    appendTimestamp(&opTime, "ts", last);
-    BSON_APPEND_INT64(&opTime, "t", 1);
-    bson_append_document_end(&m, &opTime);
-    BSON_APPEND_DATE_TIME(&m, "optimeDate", static_cast<int64_t>(last.secs) * 1000);
-    BSON_APPEND_BOOL(&m, "self", true);
-    bson_append_document_end(&members, &m);
-    bson_append_array_end(r, &members);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"replSetGetStatus"},
+    [](OperationContext& op, bson_t* r) {
+        requireReplSet(op);
+        std::string me = op.store.hostAndPort();
+        Timestamp last = op.store.oplog().visibleUpTo();
+        auto upMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - op.store.startTime())
+                        .count();
+        BSON_APPEND_UTF8(r, "set", op.store.options().replSet.c_str());
+        BSON_APPEND_DATE_TIME(r, "date", nowMillis());
+        BSON_APPEND_INT32(r, "myState", 1);
+        BSON_APPEND_INT64(r, "term", 1);
+        BSON_APPEND_INT32(r, "heartbeatIntervalMillis", 2000);
+        bson_t optimes, members, m, opTime;
+        BSON_APPEND_DOCUMENT_BEGIN(r, "optimes", &optimes);
+        for (const char* k : {"lastCommittedOpTime", "appliedOpTime", "durableOpTime"}) {
+            bson_t o;
+            BSON_APPEND_DOCUMENT_BEGIN(&optimes, k, &o);
+            appendTimestamp(&o, "ts", last);
+            BSON_APPEND_INT64(&o, "t", 1);
+            bson_append_document_end(&optimes, &o);
+        }
+        bson_append_document_end(r, &optimes);
+        BSON_APPEND_ARRAY_BEGIN(r, "members", &members);
+        BSON_APPEND_DOCUMENT_BEGIN(&members, "0", &m);
+        BSON_APPEND_INT32(&m, "_id", 0);
+        BSON_APPEND_UTF8(&m, "name", me.c_str());
+        BSON_APPEND_DOUBLE(&m, "health", 1.0);
+        BSON_APPEND_INT32(&m, "state", 1);
+        BSON_APPEND_UTF8(&m, "stateStr", "PRIMARY");
+        BSON_APPEND_INT64(&m, "uptime", upMs / 1000);
+        BSON_APPEND_DOCUMENT_BEGIN(&m, "optime", &opTime);
+        appendTimestamp(&opTime, "ts", last);
+        BSON_APPEND_INT64(&opTime, "t", 1);
+        bson_append_document_end(&m, &opTime);
+        BSON_APPEND_DATE_TIME(&m, "optimeDate", static_cast<int64_t>(last.secs) * 1000);
+        BSON_APPEND_BOOL(&m, "self", true);
+        bson_append_document_end(&members, &m);
+        bson_append_array_end(r, &members);
+    },
+    true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"replSetInitiate"}, [](OperationContext& op, bson_t*) {
-    requireReplSet(op);
-    uasserted(ErrorCode::AlreadyInitialized, "already initialized");
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{{"replSetInitiate"},
+                                  [](OperationContext& op, bson_t*) {
+                                      requireReplSet(op);
+                                      uasserted(ErrorCode::AlreadyInitialized,
+                                                "already initialized");
+                                  },
+                                  true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"replSetGetConfig"}, [](OperationContext& op, bson_t* r) {
-    requireReplSet(op);
-    bson_t cfg, members, m;
-    BSON_APPEND_DOCUMENT_BEGIN(r, "config", &cfg);
-    BSON_APPEND_UTF8(&cfg, "_id", op.store.options().replSet.c_str());
-    BSON_APPEND_INT32(&cfg, "version", 1);
-    BSON_APPEND_INT32(&cfg, "term", 1);
-    BSON_APPEND_ARRAY_BEGIN(&cfg, "members", &members);
-    BSON_APPEND_DOCUMENT_BEGIN(&members, "0", &m);
-    BSON_APPEND_INT32(&m, "_id", 0);
-    BSON_APPEND_UTF8(&m, "host", op.store.hostAndPort().c_str());
-    bson_append_document_end(&members, &m);
-    bson_append_array_end(&cfg, &members);
-    bson_append_document_end(r, &cfg);
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{{"replSetGetConfig"},
+                                  [](OperationContext& op, bson_t* r) {
+                                      requireReplSet(op);
+                                      bson_t cfg, members, m;
+                                      BSON_APPEND_DOCUMENT_BEGIN(r, "config", &cfg);
+                                      BSON_APPEND_UTF8(&cfg, "_id",
+                                                       op.store.options().replSet.c_str());
+                                      BSON_APPEND_INT32(&cfg, "version", 1);
+                                      BSON_APPEND_INT32(&cfg, "term", 1);
+                                      BSON_APPEND_ARRAY_BEGIN(&cfg, "members", &members);
+                                      BSON_APPEND_DOCUMENT_BEGIN(&members, "0", &m);
+                                      BSON_APPEND_INT32(&m, "_id", 0);
+                                      BSON_APPEND_UTF8(&m, "host", op.store.hostAndPort().c_str());
+                                      bson_append_document_end(&members, &m);
+                                      bson_append_array_end(&cfg, &members);
+                                      bson_append_document_end(r, &cfg);
+                                  },
+                                  true});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"logout"}, [](OperationContext&, bson_t*) {}});
-HALO_REGISTER_COMMAND(CommandSpec{{"getFreeMonitoringStatus"}, [](OperationContext&, bson_t* r) {
-    BSON_APPEND_UTF8(r, "state", "disabled");
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"getFreeMonitoringStatus"},
+    [](OperationContext&, bson_t* r) { BSON_APPEND_UTF8(r, "state", "disabled"); },
+    true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"shutdown"}, [](OperationContext& op, bson_t*) {
-    op.store.requestShutdown();
-}, true});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"shutdown"}, [](OperationContext& op, bson_t*) { op.store.requestShutdown(); }, true});
 
 }  // namespace
 }  // namespace halo::store

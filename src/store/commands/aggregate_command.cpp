@@ -61,7 +61,7 @@ void emptyCursorReply(const std::string& ns, int64_t id, bson_t* reply) {
 /// A change stream: the $changeStream source (oplog) followed by the rest of
 /// the pipeline. Forwards the source's tailable state and resume tokens.
 class ChangeStreamCursor : public DocStream {
-public:
+  public:
     ChangeStreamCursor(std::unique_ptr<DocStream> pipeline, ChangeStream* source)
         : pipeline_(std::move(pipeline)), source_(source) {}
     std::optional<bson::Doc> next(Session& s) override {
@@ -71,32 +71,42 @@ public:
             bson_iter_t it;
             auto token = source_->postBatchResumeToken();
             bson_t id;
-            if (!bson::subDocument(ev->get(), "_id", &id) || !token || bson::compareDocs(&id, token->get()) != 0)
+            if (!bson::subDocument(ev->get(), "_id", &id) || !token ||
+                bson::compareDocs(&id, token->get()) != 0)
                 uasserted(ErrorCode::ChangeStreamFatalError,
-                          "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "
-                          "Modifying the _id field of an event makes it impossible to resume the stream from that point.");
+                          "Encountered an event whose _id field, which contains the resume token, "
+                          "was modified by the pipeline. "
+                          "Modifying the _id field of an event makes it impossible to resume the "
+                          "stream from that point.");
             (void)it;
         }
         return ev;
     }
-    std::optional<bson::Doc> postBatchResumeToken() const override { return source_->postBatchResumeToken(); }
+    std::optional<bson::Doc> postBatchResumeToken() const override {
+        return source_->postBatchResumeToken();
+    }
     bool isTailable() const override { return source_->isTailable() || !source_->isExhausted(); }
     bool isExhausted() const override { return source_->isExhausted(); }
 
-private:
+  private:
     std::unique_ptr<DocStream> pipeline_;
     ChangeStream* source_;  // owned by pipeline_
 };
 
 /// Handles a pipeline that starts with $changeStream; false when it does not.
-bool runChangeStream(OperationContext& op, const bson_t* pipeline, const std::string& collName, const std::string& ns,
-                     const aggregate::PipelineContext& ctx, int64_t batchSize, bson_t* reply) {
+bool runChangeStream(OperationContext& op, const bson_t* pipeline, const std::string& collName,
+                     const std::string& ns, const aggregate::PipelineContext& ctx,
+                     int64_t batchSize, bson_t* reply) {
     bson_iter_t first, stage;
-    if (!bson_iter_init(&first, pipeline) || !bson_iter_next(&first) || !BSON_ITER_HOLDS_DOCUMENT(&first)) return false;
+    if (!bson_iter_init(&first, pipeline) || !bson_iter_next(&first) ||
+        !BSON_ITER_HOLDS_DOCUMENT(&first))
+        return false;
     bson_iter_recurse(&first, &stage);
-    if (!bson_iter_next(&stage) || std::string_view(bson_iter_key(&stage)) != "$changeStream") return false;
+    if (!bson_iter_next(&stage) || std::string_view(bson_iter_key(&stage)) != "$changeStream")
+        return false;
     if (!op.store.isReplicaSet())
-        uasserted(ErrorCode::Location40573, "The $changeStream stage is only supported on replica sets");
+        uasserted(ErrorCode::Location40573,
+                  "The $changeStream stage is only supported on replica sets");
     if (!BSON_ITER_HOLDS_DOCUMENT(&stage))
         uasserted(ErrorCode::Location50808, "$changeStream stage expects a document as argument");
     uint32_t len;
@@ -113,7 +123,8 @@ bool runChangeStream(OperationContext& op, const bson_t* pipeline, const std::st
         if (BSON_ITER_HOLDS_DOCUMENT(&first)) {
             bson_iter_recurse(&first, &st);
             if (bson_iter_next(&st) && std::string_view(bson_iter_key(&st)) == "$changeStream")
-                uasserted(ErrorCode::Location40602, "$changeStream is only valid as the first stage in a pipeline.");
+                uasserted(ErrorCode::Location40602,
+                          "$changeStream is only valid as the first stage in a pipeline.");
         }
         std::string k = std::to_string(i++);
         bson::appendIter(rest.mut(), k, first);
@@ -122,14 +133,16 @@ bool runChangeStream(OperationContext& op, const bson_t* pipeline, const std::st
     {
         PooledSession s(op.store.catalog().sessions());
         Txn txn(*s);
-        source = std::make_unique<ChangeStream>(op.store.oplog(), op.store.catalog(), std::move(spec), *s);
+        source = std::make_unique<ChangeStream>(op.store.oplog(), op.store.catalog(),
+                                                std::move(spec), *s);
         txn.commit(false);
     }
     ChangeStream* raw = source.get();
     auto p = aggregate::buildPipeline(std::move(source), rest.get(), ctx);
     auto cursor = std::make_unique<ChangeStreamCursor>(std::move(p), raw);
     CollectionLock lk(op.store.catalog());
-    replyWithCursor(op, ns, nullptr, std::move(cursor), batchSize < 0 ? 0 : batchSize, false, reply, true, true);
+    replyWithCursor(op, ns, nullptr, std::move(cursor), batchSize < 0 ? 0 : batchSize, false, reply,
+                    true, true);
     return true;
 }
 

@@ -9,7 +9,9 @@ CommandRegistry& CommandRegistry::instance() {
     return r;
 }
 
-void CommandRegistry::add(CommandSpec spec) { specs_.push_back(std::move(spec)); }
+void CommandRegistry::add(CommandSpec spec) {
+    specs_.push_back(std::move(spec));
+}
 
 const CommandSpec* CommandRegistry::find(std::string_view name) const {
     for (const auto& s : specs_)
@@ -28,16 +30,21 @@ namespace cmdarg {
 
 std::string collectionName(const OperationContext& op) {
     bson_iter_t it;
-    if (!bson_iter_init(&it, op.cmd) || !bson_iter_next(&it)) uasserted(ErrorCode::BadValue, "empty command");
+    if (!bson_iter_init(&it, op.cmd) || !bson_iter_next(&it))
+        uasserted(ErrorCode::BadValue, "empty command");
     if (!BSON_ITER_HOLDS_UTF8(&it))
-        uasserted(ErrorCode::InvalidNamespace,
-                  fmt::format("collection name has invalid type {}", bson::typeName(bson_iter_type(&it))));
+        uasserted(ErrorCode::InvalidNamespace, fmt::format("collection name has invalid type {}",
+                                                           bson::typeName(bson_iter_type(&it))));
     uint32_t len = 0;
     const char* s = bson_iter_utf8(&it, &len);
     std::string name(s, len);
-    if (name.empty()) uasserted(ErrorCode::InvalidNamespace, fmt::format("Invalid namespace specified '{}.'", op.db));
-    if (name.find('\0') != std::string::npos || name.front() == '.' || name.find('$') != std::string::npos)
-        uasserted(ErrorCode::InvalidNamespace, fmt::format("Invalid namespace specified '{}.{}'", op.db, name));
+    if (name.empty())
+        uasserted(ErrorCode::InvalidNamespace,
+                  fmt::format("Invalid namespace specified '{}.'", op.db));
+    if (name.find('\0') != std::string::npos || name.front() == '.' ||
+        name.find('$') != std::string::npos)
+        uasserted(ErrorCode::InvalidNamespace,
+                  fmt::format("Invalid namespace specified '{}.{}'", op.db, name));
     return name;
 }
 
@@ -55,7 +62,8 @@ int64_t getInt(const bson_t* cmd, std::string_view field, int64_t dflt, std::str
     int64_t out = 0;
     if (!bson::isNumber(v->value_type))
         uasserted(ErrorCode::TypeMismatch,
-                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected types '[long, int, decimal, double]'",
+                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected types '[long, "
+                              "int, decimal, double]'",
                               cmdName, field, bson::typeName(v->value_type)));
     if (!bson::toInt64Exact(*v, &out)) {
         out = static_cast<int64_t>(bson::toDouble(*v));
@@ -69,8 +77,8 @@ bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_
     if (BSON_ITER_HOLDS_NULL(&it)) return false;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         uasserted(ErrorCode::TypeMismatch,
-                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'object'", cmdName,
-                              field, bson::typeName(bson_iter_type(&it))));
+                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'object'",
+                              cmdName, field, bson::typeName(bson_iter_type(&it))));
     uint32_t len;
     const uint8_t* data;
     bson_iter_document(&it, &len, &data);
@@ -78,12 +86,39 @@ bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_
 }
 
 void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known) {
-    static constexpr std::string_view kGeneric[] = {
-        "$db", "lsid", "txnNumber", "autocommit", "startTransaction", "$clusterTime", "$readPreference",
-        "readConcern", "writeConcern", "maxTimeMS", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors",
-        "$audit", "$client", "mayBypassWriteBlocking", "$configServerState", "databaseVersion", "shardVersion",
-        "clientOperationKey", "txnRetryCounter", "$queryOptions", "$topologyTime", "$oplogQueryData",
-        "$replData", "$gleStats", "$query", "$orderby", "$hint", "$explain", "$snapshot", "$maxTimeMS"};
+    static constexpr std::string_view kGeneric[] = {"$db",
+                                                    "lsid",
+                                                    "txnNumber",
+                                                    "autocommit",
+                                                    "startTransaction",
+                                                    "$clusterTime",
+                                                    "$readPreference",
+                                                    "readConcern",
+                                                    "writeConcern",
+                                                    "maxTimeMS",
+                                                    "comment",
+                                                    "apiVersion",
+                                                    "apiStrict",
+                                                    "apiDeprecationErrors",
+                                                    "$audit",
+                                                    "$client",
+                                                    "mayBypassWriteBlocking",
+                                                    "$configServerState",
+                                                    "databaseVersion",
+                                                    "shardVersion",
+                                                    "clientOperationKey",
+                                                    "txnRetryCounter",
+                                                    "$queryOptions",
+                                                    "$topologyTime",
+                                                    "$oplogQueryData",
+                                                    "$replData",
+                                                    "$gleStats",
+                                                    "$query",
+                                                    "$orderby",
+                                                    "$hint",
+                                                    "$explain",
+                                                    "$snapshot",
+                                                    "$maxTimeMS"};
     bson_iter_t it;
     bson_iter_init(&it, op.cmd);
     bson_iter_next(&it);  // the command name
@@ -92,7 +127,9 @@ void checkFields(const OperationContext& op, std::initializer_list<std::string_v
         bool ok = false;
         for (auto g : kGeneric) ok = ok || g == k;
         for (auto f : known) ok = ok || f == k;
-        if (!ok) uasserted(ErrorCode::Location40415, fmt::format("BSON field '{}.{}' is an unknown field.", op.name, k));
+        if (!ok)
+            uasserted(ErrorCode::Location40415,
+                      fmt::format("BSON field '{}.{}' is an unknown field.", op.name, k));
     }
 }
 

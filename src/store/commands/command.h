@@ -35,9 +35,9 @@ struct Deferral {
 struct OperationContext {
     Store& store;
     ClientState& client;
-    std::string db;          // from $db (or the OP_QUERY namespace)
-    const bson_t* cmd;       // the whole command document, sequences merged in
-    std::string_view name;   // the command name as sent
+    std::string db;                // from $db (or the OP_QUERY namespace)
+    const bson_t* cmd;             // the whole command document, sequences merged in
+    std::string_view name;         // the command name as sent
     Deferral* deferral = nullptr;  // null: the command may not wait
     bool finalAttempt = true;      // false while a wait is still possible
 };
@@ -51,18 +51,20 @@ struct CommandSpec {
 /// The process-wide command table. Registration happens during static
 /// initialisation (see HALO_REGISTER_COMMAND); lookups are read-only after.
 class CommandRegistry {
-public:
+  public:
     static CommandRegistry& instance();
     void add(CommandSpec spec);
     const CommandSpec* find(std::string_view name) const;
     std::vector<std::string> names() const;
 
-private:
+  private:
     std::vector<CommandSpec> specs_;
 };
 
 struct CommandRegistrar {
-    explicit CommandRegistrar(CommandSpec spec) { CommandRegistry::instance().add(std::move(spec)); }
+    explicit CommandRegistrar(CommandSpec spec) {
+        CommandRegistry::instance().add(std::move(spec));
+    }
 };
 
 #define HALO_CONCAT_INNER(a, b) a##b

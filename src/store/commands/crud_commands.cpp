@@ -1,13 +1,13 @@
 // Document commands: find, getMore, killCursors, insert, update, delete,
 // findAndModify, count, distinct.
-#include <chrono>
-
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "bson/compare.h"
-#include "store/commands/write_path.h"
 #include "store/aggregate/pipeline.h"
 #include "store/aggregate/vector_source.h"
+#include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
@@ -50,9 +50,12 @@ bson::Doc hintOf(const bson_t* cmd) {
     return out;
 }
 
-int64_t nonNegative(const bson_t* cmd, std::string_view field, std::string_view cmdName, const char* what) {
+int64_t nonNegative(const bson_t* cmd, std::string_view field, std::string_view cmdName,
+                    const char* what) {
     int64_t v = cmdarg::getInt(cmd, field, 0, cmdName);
-    if (v < 0) uasserted(ErrorCode::Location51024, fmt::format("BSON field '{}' value must be >= 0, actual value '{}'", field, v));
+    if (v < 0)
+        uasserted(ErrorCode::Location51024,
+                  fmt::format("BSON field '{}' value must be >= 0, actual value '{}'", field, v));
     (void)what;
     return v;
 }
@@ -61,10 +64,19 @@ int64_t nonNegative(const bson_t* cmd, std::string_view field, std::string_view 
 
 void runFind(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    cmdarg::checkFields(op, {"filter", "sort", "projection", "hint", "skip", "limit", "batchSize", "singleBatch",
-                             "comment", "maxTimeMS", "readConcern", "max", "min", "returnKey", "showRecordId",
-                             "tailable", "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
-                             "collation", "allowDiskUse", "let", "readOnce", "term"});
+    cmdarg::checkFields(op, {"filter",       "sort",
+                             "projection",   "hint",
+                             "skip",         "limit",
+                             "batchSize",    "singleBatch",
+                             "comment",      "maxTimeMS",
+                             "readConcern",  "max",
+                             "min",          "returnKey",
+                             "showRecordId", "tailable",
+                             "oplogReplay",  "noCursorTimeout",
+                             "awaitData",    "allowPartialResults",
+                             "collation",    "allowDiskUse",
+                             "let",          "readOnce",
+                             "term"});
     op.store.counters().query++;
     FindSpec spec;
     spec.filter = subDocOrEmpty(op.cmd, "filter", "find");
@@ -109,7 +121,8 @@ void runFind(OperationContext& op, bson_t* reply) {
         bson_append_document_end(reply, &cursor);
         return;
     }
-    replyWithCursor(op, ns, coll, std::move(exec), hasBatchSize ? batchSize : 0, singleBatch, reply);
+    replyWithCursor(op, ns, coll, std::move(exec), hasBatchSize ? batchSize : 0, singleBatch,
+                    reply);
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{{"find"}, runFind});
@@ -120,24 +133,30 @@ void runGetMore(OperationContext& op, bson_t* reply) {
     bson_iter_init(&it, op.cmd);
     bson_iter_next(&it);
     if (!BSON_ITER_HOLDS_INT64(&it))
-        uasserted(ErrorCode::TypeMismatch, fmt::format("BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
-                                                       bson::typeName(bson_iter_type(&it))));
+        uasserted(
+            ErrorCode::TypeMismatch,
+            fmt::format("BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                        bson::typeName(bson_iter_type(&it))));
     int64_t id = bson_iter_int64(&it);
     if (!bson::find(op.cmd, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
-        uasserted(ErrorCode::Location40414, "BSON field 'getMore.collection' is missing but a required field");
+        uasserted(ErrorCode::Location40414,
+                  "BSON field 'getMore.collection' is missing but a required field");
     std::string ns = op.db + "." + bson_iter_utf8(&it, nullptr);
     int64_t batchSize = nonNegative(op.cmd, "batchSize", "getMore", "BatchSize");
     bool inUse = false;
     auto cursor = op.store.cursors().checkout(id, &inUse);
     if (!cursor) {
-        if (inUse) uasserted(ErrorCode::OperationFailed, fmt::format("Cursor id {} is already in use", id));
+        if (inUse)
+            uasserted(ErrorCode::OperationFailed,
+                      fmt::format("Cursor id {} is already in use", id));
         uasserted(ErrorCode::CursorNotFound, fmt::format("cursor id {} not found", id));
     }
     if (cursor->ns != ns) {
         std::string cns = cursor->ns;
         op.store.cursors().checkin(std::move(cursor));
-        uasserted(ErrorCode::Unauthorized,
-                  fmt::format("Requested getMore on namespace '{}', but cursor belongs to a different namespace {}", ns, cns));
+        uasserted(ErrorCode::Unauthorized, fmt::format("Requested getMore on namespace '{}', but "
+                                                       "cursor belongs to a different namespace {}",
+                                                       ns, cns));
     }
     bool exhausted = false;
     bson_t cdoc;
@@ -164,7 +183,8 @@ void runGetMore(OperationContext& op, bson_t* reply) {
             op.deferral->wakeOnOplogCommit = true;
             op.deferral->seenCommitSeq = commitSeq;
             op.deferral->cursorId = id;
-            op.deferral->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(maxTimeMS);
+            op.deferral->deadline =
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(maxTimeMS);
             bson_destroy(&probe);
             bson_append_document_end(reply, &cdoc);
             op.store.cursors().checkin(std::move(cursor));
@@ -196,18 +216,21 @@ void runKillCursors(OperationContext& op, bson_t* reply) {
     nsOf(op);
     bson_iter_t it;
     if (!bson::find(op.cmd, "cursors", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
+        uasserted(ErrorCode::Location40414,
+                  "BSON field 'killCursors.cursors' is missing but a required field");
     bson_t killed, notFound, alive, unknown;
     std::vector<int64_t> k, nf;
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
     while (bson_iter_next(&a)) {
         if (!BSON_ITER_HOLDS_INT64(&a))
-            uasserted(ErrorCode::TypeMismatch, "BSON field 'killCursors.cursors' elements must be longs");
+            uasserted(ErrorCode::TypeMismatch,
+                      "BSON field 'killCursors.cursors' elements must be longs");
         int64_t id = bson_iter_int64(&a);
         (op.store.cursors().kill(id) ? k : nf).push_back(id);
     }
-    auto appendIds = [](bson_t* parent, const char* name, const std::vector<int64_t>& ids, bson_t* arr) {
+    auto appendIds = [](bson_t* parent, const char* name, const std::vector<int64_t>& ids,
+                        bson_t* arr) {
         BSON_APPEND_ARRAY_BEGIN(parent, name, arr);
         for (size_t i = 0; i < ids.size(); ++i) {
             std::string key = std::to_string(i);
@@ -257,14 +280,18 @@ void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
 /// The document to store: _id first (generated when absent), validated.
 bson::Doc prepareInsert(const bson_t* doc) {
     if (doc->len > static_cast<uint32_t>(wire::kMaxBsonObjectSize))
-        uasserted(ErrorCode::BSONObjectTooLarge, fmt::format("object to insert too large. size in bytes: {}, max size: {}", doc->len, wire::kMaxBsonObjectSize));
+        uasserted(ErrorCode::BSONObjectTooLarge,
+                  fmt::format("object to insert too large. size in bytes: {}, max size: {}",
+                              doc->len, wire::kMaxBsonObjectSize));
     bson_iter_t it;
     bson::Doc out;
     if (bson::find(doc, "_id", &it)) {
         bson_type_t t = bson_iter_type(&it);
-        if (t == BSON_TYPE_ARRAY) uasserted(ErrorCode::InvalidIdField, "can't use an array for _id");
+        if (t == BSON_TYPE_ARRAY)
+            uasserted(ErrorCode::InvalidIdField, "can't use an array for _id");
         if (t == BSON_TYPE_REGEX) uasserted(ErrorCode::InvalidIdField, "can't use a regex for _id");
-        if (t == BSON_TYPE_UNDEFINED) uasserted(ErrorCode::InvalidIdField, "can't use a undefined for _id");
+        if (t == BSON_TYPE_UNDEFINED)
+            uasserted(ErrorCode::InvalidIdField, "can't use a undefined for _id");
         bson::appendIter(out.mut(), "_id", it);
     } else {
         bson_oid_t oid;
@@ -297,10 +324,12 @@ void insertOne(Store& store, const std::string& ns, const bson_t* doc, int32_t s
 
 void runInsert(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    cmdarg::checkFields(op, {"documents", "ordered", "bypassDocumentValidation", "comment", "writeConcern"});
+    cmdarg::checkFields(
+        op, {"documents", "ordered", "bypassDocumentValidation", "comment", "writeConcern"});
     bson_iter_t it;
     if (!bson::find(op.cmd, "documents", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::Location40414, "BSON field 'insert.documents' is missing but a required field");
+        uasserted(ErrorCode::Location40414,
+                  "BSON field 'insert.documents' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
     uint32_t count = 0;
     {
@@ -310,7 +339,8 @@ void runInsert(OperationContext& op, bson_t* reply) {
     }
     if (count == 0 || count > static_cast<uint32_t>(wire::kMaxWriteBatchSize))
         uasserted(ErrorCode::InvalidLength,
-                  fmt::format("Write batch sizes must be between 1 and {}. Got {} operations.", wire::kMaxWriteBatchSize, count));
+                  fmt::format("Write batch sizes must be between 1 and {}. Got {} operations.",
+                              wire::kMaxWriteBatchSize, count));
     ensureCollection(op.store, ns);
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
@@ -323,7 +353,8 @@ void runInsert(OperationContext& op, bson_t* reply) {
     while (bson_iter_next(&a)) {
         int32_t i = index++;
         if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
-            errors.push_back({i, Status(ErrorCode::TypeMismatch, "documents must be objects"), nullptr});
+            errors.push_back(
+                {i, Status(ErrorCode::TypeMismatch, "documents must be objects"), nullptr});
             if (ordered) break;
             continue;
         }
@@ -350,41 +381,51 @@ HALO_REGISTER_COMMAND(CommandSpec{{"insert"}, runInsert});
 /// One update statement's transformation: operator/replacement updates via the
 /// UpdateDriver, or an aggregation pipeline ($set/$unset/$project/$replaceRoot...).
 class DocUpdater {
-public:
-    DocUpdater(Store& store, const std::string& ns, const bson_t* u, bool pipeline, const bson_t* arrayFilters)
+  public:
+    DocUpdater(Store& store, const std::string& ns, const bson_t* u, bool pipeline,
+               const bson_t* arrayFilters)
         : store_(store), ns_(ns) {
         if (!pipeline) {
             driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters));
             return;
         }
-        if (arrayFilters) uasserted(ErrorCode::FailedToParse, "arrayFilters may not be specified for pipeline-style updates");
+        if (arrayFilters)
+            uasserted(ErrorCode::FailedToParse,
+                      "arrayFilters may not be specified for pipeline-style updates");
         bson_iter_t it;
         bson_iter_init(&it, u);
         while (bson_iter_next(&it)) {
             bson_iter_t st;
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) uasserted(ErrorCode::TypeMismatch, "Each element of the 'pipeline' array must be an object");
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                uasserted(ErrorCode::TypeMismatch,
+                          "Each element of the 'pipeline' array must be an object");
             bson_iter_recurse(&it, &st);
-            if (!bson_iter_next(&st)) uasserted(ErrorCode::Location40323, "A pipeline stage specification object must contain exactly one field.");
+            if (!bson_iter_next(&st))
+                uasserted(ErrorCode::Location40323,
+                          "A pipeline stage specification object must contain exactly one field.");
             std::string_view name = bson_iter_key(&st);
             if (name != "$addFields" && name != "$set" && name != "$project" && name != "$unset" &&
                 name != "$replaceRoot" && name != "$replaceWith")
-                uasserted(ErrorCode::InvalidOptions, fmt::format("{} is not allowed to be used within an update", name));
+                uasserted(ErrorCode::InvalidOptions,
+                          fmt::format("{} is not allowed to be used within an update", name));
         }
         pipeline_ = bson::Doc::copyOf(u);
     }
     bool needsPositional() const { return driver_ && driver_->needsPositional(); }
     bool isReplacement() const { return driver_ && driver_->isReplacement(); }
 
-    update::UpdateResult apply(Session& s, const bson_t* oldDoc, const update::ApplyOptions& ao) const {
+    update::UpdateResult apply(Session& s, const bson_t* oldDoc,
+                               const update::ApplyOptions& ao) const {
         if (driver_) return driver_->apply(oldDoc, ao);
         return runPipeline(s, bson::Doc::copyOf(oldDoc), true);
     }
-    update::UpdateResult applyUpsert(Session& s, const bson_t* query, const update::ApplyOptions& ao) const {
+    update::UpdateResult applyUpsert(Session& s, const bson_t* query,
+                                     const update::ApplyOptions& ao) const {
         if (driver_) return driver_->applyUpsert(query, ao);
         return runPipeline(s, update::seedUpsertDocument(query), false);
     }
 
-private:
+  private:
     update::UpdateResult runPipeline(Session& s, bson::Doc input, bool keepId) const {
         aggregate::PipelineContext ctx;
         ctx.catalog = &store_.catalog();
@@ -393,26 +434,33 @@ private:
         ctx.nowMillis = nowMillis();
         std::vector<bson::Doc> docs;
         docs.push_back(input.copy());
-        auto p = aggregate::buildPipeline(std::make_unique<aggregate::VectorSource>(std::move(docs)), pipeline_.get(), ctx);
+        auto p = aggregate::buildPipeline(
+            std::make_unique<aggregate::VectorSource>(std::move(docs)), pipeline_.get(), ctx);
         auto out = p->next(s);
         if (!out) uasserted(ErrorCode::InternalError, "update pipeline produced no document");
         bson_iter_t oldId, newId;
         bool hadId = bson::find(input.get(), "_id", &oldId);
         bool hasId = bson::find(out->get(), "_id", &newId);
-        if (keepId && hadId && hasId && bson::compareValues(*bson_iter_value(&oldId), *bson_iter_value(&newId)) != 0)
+        if (keepId && hadId && hasId &&
+            bson::compareValues(*bson_iter_value(&oldId), *bson_iter_value(&newId)) != 0)
             uasserted(ErrorCode::ImmutableField,
-                      fmt::format("After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
+                      fmt::format("After applying the update, the (immutable) field '_id' was "
+                                  "found to have been altered to _id: {}",
                                   bson::valueToString(*bson_iter_value(&newId))));
         // _id first, restored from the input when the pipeline dropped it.
         bson::Doc shaped;
-        if (hasId) bson::appendIter(shaped.mut(), "_id", newId);
-        else if (hadId) bson::appendIter(shaped.mut(), "_id", oldId);
+        if (hasId)
+            bson::appendIter(shaped.mut(), "_id", newId);
+        else if (hadId)
+            bson::appendIter(shaped.mut(), "_id", oldId);
         bson_iter_t it;
         bson_iter_init(&it, out->get());
         while (bson_iter_next(&it))
-            if (std::string_view(bson_iter_key(&it)) != "_id") bson::appendIter(shaped.mut(), bson_iter_key(&it), it);
+            if (std::string_view(bson_iter_key(&it)) != "_id")
+                bson::appendIter(shaped.mut(), bson_iter_key(&it), it);
         update::UpdateResult r;
-        r.modified = shaped.size() != input.size() || std::memcmp(shaped.data(), input.data(), input.size()) != 0;
+        r.modified = shaped.size() != input.size() ||
+                     std::memcmp(shaped.data(), input.data(), input.size()) != 0;
         r.newDoc = std::move(shaped);
         return r;
     }
@@ -426,7 +474,7 @@ private:
 struct UpdateOutcome {
     int64_t n = 0;
     int64_t nModified = 0;
-    std::optional<bson::Doc> upsertedId;  // {_id: value}
+    std::optional<bson::Doc> upsertedId;     // {_id: value}
     std::optional<bson::Doc> before, after;  // for findAndModify
 };
 
@@ -453,9 +501,9 @@ UpdateOutcome outcomeFromDoc(const bson_t* d) {
     return o;
 }
 
-UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, const bson_t* u, bool pipelineUpdate,
-                         const bson_t* arrayFilters, bool multi, bool upsert, const bson_t* sort,
-                         const bson_t* hint, bool wantDocs, int32_t stmtId) {
+UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, const bson_t* u,
+                         bool pipelineUpdate, const bson_t* arrayFilters, bool multi, bool upsert,
+                         const bson_t* sort, const bson_t* hint, bool wantDocs, int32_t stmtId) {
     if (auto prior = priorOutcome(store, stmtId)) return outcomeFromDoc(prior->get());
     auto driver = std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters);
     auto matcher = uassertStatusOK(query::Matcher::parse(q));
@@ -484,7 +532,9 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                 }
             } else {
                 QueryPlan plan = planQuery(*coll, q, nullptr, hint);
-                ScanStage scan(coll, std::move(plan), std::shared_ptr<const query::Matcher>(matcher.get(), [](const query::Matcher*) {}));
+                ScanStage scan(coll, std::move(plan),
+                               std::shared_ptr<const query::Matcher>(matcher.get(),
+                                                                     [](const query::Matcher*) {}));
                 int64_t rid;
                 while (auto d = scan.next(s, &rid)) {
                     targets.emplace_back(rid, std::move(*d));
@@ -505,7 +555,8 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                 if (r.modified) {
                     rs::update(s, *coll, rid, doc.get(), r.newDoc.get());
                     logUpdate(log, *coll, doc.get(), r.newDoc.get(), driver->isReplacement());
-                    coll->dataSize += static_cast<int64_t>(r.newDoc.size()) - static_cast<int64_t>(doc.size());
+                    coll->dataSize +=
+                        static_cast<int64_t>(r.newDoc.size()) - static_cast<int64_t>(doc.size());
                     ++out.nModified;
                 }
                 if (wantDocs) out.after = std::move(r.newDoc);
@@ -536,10 +587,12 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
 
 void runUpdate(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    cmdarg::checkFields(op, {"updates", "ordered", "bypassDocumentValidation", "comment", "writeConcern", "let"});
+    cmdarg::checkFields(
+        op, {"updates", "ordered", "bypassDocumentValidation", "comment", "writeConcern", "let"});
     bson_iter_t it;
     if (!bson::find(op.cmd, "updates", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::Location40414, "BSON field 'update.updates' is missing but a required field");
+        uasserted(ErrorCode::Location40414,
+                  "BSON field 'update.updates' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
     std::vector<WriteError> errors;
     int64_t n = 0, nModified = 0;
@@ -553,7 +606,8 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     while (bson_iter_next(&a)) {
         int32_t i = index++;
         try {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&a)) uasserted(ErrorCode::TypeMismatch, "updates must be objects");
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a))
+                uasserted(ErrorCode::TypeMismatch, "updates must be objects");
             uint32_t len;
             const uint8_t* data;
             bson_iter_document(&a, &len, &data);
@@ -561,21 +615,26 @@ void runUpdate(OperationContext& op, bson_t* reply) {
             bson_t q, u, af;
             bson_iter_t f;
             if (!bson::subDocument(stmt.get(), "q", &q))
-                uasserted(ErrorCode::Location40414, "BSON field 'update.updates.q' is missing but a required field");
+                uasserted(ErrorCode::Location40414,
+                          "BSON field 'update.updates.q' is missing but a required field");
             if (!bson::find(stmt.get(), "u", &f))
-                uasserted(ErrorCode::Location40414, "BSON field 'update.updates.u' is missing but a required field");
+                uasserted(ErrorCode::Location40414,
+                          "BSON field 'update.updates.u' is missing but a required field");
             bool pipelineUpdate = BSON_ITER_HOLDS_ARRAY(&f);
-            if (!BSON_ITER_HOLDS_DOCUMENT(&f) && !pipelineUpdate) uasserted(ErrorCode::FailedToParse, "Update argument must be either an object or an array");
+            if (!BSON_ITER_HOLDS_DOCUMENT(&f) && !pipelineUpdate)
+                uasserted(ErrorCode::FailedToParse,
+                          "Update argument must be either an object or an array");
             bson::subDocument(stmt.get(), "u", &u);
-            bool haveAf = bson::find(stmt.get(), "arrayFilters", &f) && BSON_ITER_HOLDS_ARRAY(&f) && bson::subDocument(stmt.get(), "arrayFilters", &af);
+            bool haveAf = bson::find(stmt.get(), "arrayFilters", &f) && BSON_ITER_HOLDS_ARRAY(&f) &&
+                          bson::subDocument(stmt.get(), "arrayFilters", &af);
             bool multi = cmdarg::getBool(stmt.get(), "multi", false);
             bool upsert = cmdarg::getBool(stmt.get(), "upsert", false);
             bson::Doc hint = hintOf(stmt.get());
             op.store.counters().update++;
             if (upsert) ensureCollection(op.store, ns);
             CollectionLock lk(op.store.catalog());
-            auto o = updateDocs(op.store, ns, &q, &u, pipelineUpdate, haveAf ? &af : nullptr, multi, upsert, nullptr,
-                                hint.empty() ? nullptr : hint.get(), false, i);
+            auto o = updateDocs(op.store, ns, &q, &u, pipelineUpdate, haveAf ? &af : nullptr, multi,
+                                upsert, nullptr, hint.empty() ? nullptr : hint.get(), false, i);
             n += o.n;
             nModified += o.nModified;
             if (o.upsertedId) {
@@ -608,12 +667,14 @@ void runUpdate(OperationContext& op, bson_t* reply) {
 HALO_REGISTER_COMMAND(CommandSpec{{"update"}, runUpdate});
 
 /// Deletes matching documents (limit 1 stops at the first); returns the count.
-int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool justOne, const bson_t* sort,
-                   const bson_t* hint, std::optional<bson::Doc>* removed, int32_t stmtId) {
+int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool justOne,
+                   const bson_t* sort, const bson_t* hint, std::optional<bson::Doc>* removed,
+                   int32_t stmtId) {
     if (auto prior = priorOutcome(store, stmtId)) {
         bson_iter_t it;
         bson_t doc;
-        if (removed && bson::subDocument(prior->get(), "removed", &doc)) *removed = bson::Doc::copyOf(&doc);
+        if (removed && bson::subDocument(prior->get(), "removed", &doc))
+            *removed = bson::Doc::copyOf(&doc);
         return bson::find(prior->get(), "n", &it) ? bson_iter_as_int64(&it) : 0;
     }
     auto matcher = std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q)));
@@ -631,7 +692,8 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
             if (auto d = exec.next(s)) {
                 bson_iter_t idIt;
                 if (bson::find(d->get(), "_id", &idIt))
-                    if (auto rid = rs::findById(s, *coll, *bson_iter_value(&idIt))) targets.emplace_back(*rid, std::move(*d));
+                    if (auto rid = rs::findById(s, *coll, *bson_iter_value(&idIt)))
+                        targets.emplace_back(*rid, std::move(*d));
             }
         } else {
             ScanStage scan(coll, planQuery(*coll, q, nullptr, hint), matcher);
@@ -649,7 +711,8 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
         }
         bson::Doc outcome;
         BSON_APPEND_INT64(outcome.mut(), "n", static_cast<int64_t>(targets.size()));
-        if (removed && !targets.empty()) BSON_APPEND_DOCUMENT(outcome.mut(), "removed", targets.front().second.get());
+        if (removed && !targets.empty())
+            BSON_APPEND_DOCUMENT(outcome.mut(), "removed", targets.front().second.get());
         recordOutcome(store, s, stmtId, outcome.get());
         if (removed && !targets.empty()) *removed = std::move(targets.front().second);
         return static_cast<int64_t>(targets.size());
@@ -661,7 +724,8 @@ void runDelete(OperationContext& op, bson_t* reply) {
     cmdarg::checkFields(op, {"deletes", "ordered", "comment", "writeConcern", "let"});
     bson_iter_t it;
     if (!bson::find(op.cmd, "deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::Location40414, "BSON field 'delete.deletes' is missing but a required field");
+        uasserted(ErrorCode::Location40414,
+                  "BSON field 'delete.deletes' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
     std::vector<WriteError> errors;
     int64_t n = 0;
@@ -671,23 +735,30 @@ void runDelete(OperationContext& op, bson_t* reply) {
     while (bson_iter_next(&a)) {
         int32_t i = index++;
         try {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&a)) uasserted(ErrorCode::TypeMismatch, "deletes must be objects");
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a))
+                uasserted(ErrorCode::TypeMismatch, "deletes must be objects");
             uint32_t len;
             const uint8_t* data;
             bson_iter_document(&a, &len, &data);
             bson::View stmt(data, len);
             bson_t q;
             if (!bson::subDocument(stmt.get(), "q", &q))
-                uasserted(ErrorCode::Location40414, "BSON field 'delete.deletes.q' is missing but a required field");
+                uasserted(ErrorCode::Location40414,
+                          "BSON field 'delete.deletes.q' is missing but a required field");
             bson_iter_t f;
             if (!bson::find(stmt.get(), "limit", &f))
-                uasserted(ErrorCode::Location40414, "BSON field 'delete.deletes.limit' is missing but a required field");
+                uasserted(ErrorCode::Location40414,
+                          "BSON field 'delete.deletes.limit' is missing but a required field");
             int64_t limit = cmdarg::getInt(stmt.get(), "limit", 0, "delete.deletes");
-            if (limit != 0 && limit != 1) uasserted(ErrorCode::FailedToParse, "The limit field in delete objects must be 0 or 1. Got " + std::to_string(limit));
+            if (limit != 0 && limit != 1)
+                uasserted(ErrorCode::FailedToParse,
+                          "The limit field in delete objects must be 0 or 1. Got " +
+                              std::to_string(limit));
             bson::Doc hint = hintOf(stmt.get());
             op.store.counters().del++;
             CollectionLock lk(op.store.catalog());
-            n += deleteDocs(op.store, ns, &q, limit == 1, nullptr, hint.empty() ? nullptr : hint.get(), nullptr, i);
+            n += deleteDocs(op.store, ns, &q, limit == 1, nullptr,
+                            hint.empty() ? nullptr : hint.get(), nullptr, i);
         } catch (const DBException& e) {
             if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
             errors.push_back(writeErrorFrom(i, e));
@@ -717,17 +788,25 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
     if (haveUpdate && !BSON_ITER_HOLDS_DOCUMENT(&it) && !pipelineUpdate)
         uasserted(ErrorCode::FailedToParse, "Update argument must be either an object or an array");
     if (haveUpdate) bson::subDocument(op.cmd, "update", &update);
-    bool haveAf = bson::find(op.cmd, "arrayFilters", &it) && bson::subDocument(op.cmd, "arrayFilters", &af);
-    if (remove && haveUpdate) uasserted(ErrorCode::FailedToParse, "Cannot specify both an update and remove=true");
-    if (!remove && !haveUpdate) uasserted(ErrorCode::FailedToParse, "Either an update or remove=true must be specified");
-    if (remove && upsert) uasserted(ErrorCode::FailedToParse, "Cannot specify both upsert=true and remove=true ");
-    if (remove && returnNew) uasserted(ErrorCode::FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+    bool haveAf =
+        bson::find(op.cmd, "arrayFilters", &it) && bson::subDocument(op.cmd, "arrayFilters", &af);
+    if (remove && haveUpdate)
+        uasserted(ErrorCode::FailedToParse, "Cannot specify both an update and remove=true");
+    if (!remove && !haveUpdate)
+        uasserted(ErrorCode::FailedToParse, "Either an update or remove=true must be specified");
+    if (remove && upsert)
+        uasserted(ErrorCode::FailedToParse, "Cannot specify both upsert=true and remove=true ");
+    if (remove && returnNew)
+        uasserted(ErrorCode::FailedToParse,
+                  "Cannot specify both new=true and remove=true; 'remove' always returns the "
+                  "deleted document");
     bson::Doc hint = hintOf(op.cmd);
     std::optional<bson::Doc> value;
     bson_t leo;
     std::unique_ptr<query::Projection> proj;
     if (haveFields && bson_count_keys(&fields) > 0)
-        proj = std::make_unique<query::Projection>(uassertStatusOK(query::Projection::parse(&fields, nullptr)));
+        proj = std::make_unique<query::Projection>(
+            uassertStatusOK(query::Projection::parse(&fields, nullptr)));
     if (remove) {
         op.store.counters().del++;
         CollectionLock lk(op.store.catalog());
@@ -740,8 +819,9 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         op.store.counters().update++;
         if (upsert) ensureCollection(op.store, ns);
         CollectionLock lk(op.store.catalog());
-        auto o = updateDocs(op.store, ns, query, &update, pipelineUpdate, haveAf ? &af : nullptr, false, upsert,
-                            haveSort ? &sort : nullptr, hint.empty() ? nullptr : hint.get(), true, 0);
+        auto o = updateDocs(op.store, ns, query, &update, pipelineUpdate, haveAf ? &af : nullptr,
+                            false, upsert, haveSort ? &sort : nullptr,
+                            hint.empty() ? nullptr : hint.get(), true, 0);
         BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
         BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(o.n + (o.upsertedId ? 1 : 0)));
         BSON_APPEND_BOOL(&leo, "updatedExisting", o.n > 0);
@@ -751,8 +831,10 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
             bson::appendIter(&leo, "upserted", idIt);
         }
         bson_append_document_end(reply, &leo);
-        if (returnNew) value = std::move(o.after);
-        else if (o.n > 0) value = std::move(o.before);
+        if (returnNew)
+            value = std::move(o.after);
+        else if (o.n > 0)
+            value = std::move(o.before);
     }
     if (value) {
         if (proj) {
@@ -797,8 +879,10 @@ void runCount(OperationContext& op, bson_t* reply) {
             while (exec.next(rs.session())) ++n;
         }
     }
-    if (n <= INT32_MAX) BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
-    else BSON_APPEND_INT64(reply, "n", n);
+    if (n <= INT32_MAX)
+        BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
+    else
+        BSON_APPEND_INT64(reply, "n", n);
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{{"count"}, runCount});
@@ -843,10 +927,13 @@ void runDistinct(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     bson_iter_t it;
     if (!bson::find(op.cmd, "key", &it))
-        uasserted(ErrorCode::Location40414, "BSON field 'distinct.key' is missing but a required field");
+        uasserted(ErrorCode::Location40414,
+                  "BSON field 'distinct.key' is missing but a required field");
     if (!BSON_ITER_HOLDS_UTF8(&it))
-        uasserted(ErrorCode::TypeMismatch, fmt::format("BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
-                                                       bson::typeName(bson_iter_type(&it))));
+        uasserted(
+            ErrorCode::TypeMismatch,
+            fmt::format("BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
+                        bson::typeName(bson_iter_type(&it))));
     std::string key = bson_iter_utf8(&it, nullptr);
     bson_t qv;
     bson::Doc query;

@@ -1,14 +1,14 @@
 // Catalog commands: create, drop, dropDatabase, listDatabases, listCollections,
 // renameCollection, createIndexes, listIndexes, dropIndexes, collStats, dbStats,
 // and explain.
-#include <filesystem>
-
 #include <fmt/format.h>
 
+#include <filesystem>
+
+#include "bson/compare.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/query/matcher.h"
-#include "bson/compare.h"
 
 namespace halo::store {
 namespace {
@@ -22,299 +22,333 @@ void appendUuid(bson_t* out, const char* key, const CollectionEntry& e) {
     bson_append_binary(out, key, -1, BSON_SUBTYPE_UUID, e.uuid, 16);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"create"}, [](OperationContext& op, bson_t*) {
-    std::string ns = nsOf(op);
-    // Options other than the name are kept as the collection's options.
-    bson::Doc options;
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    while (bson_iter_next(&it)) {
-        std::string_view k = bson_iter_key(&it);
-        if (k == "$db" || k == "lsid" || k == "$clusterTime" || k == "writeConcern" || k == "txnNumber" ||
-            k == "$readPreference" || k == "comment" || k == "autocommit" || k == "startTransaction" ||
-            k == "apiVersion" || k == "apiStrict" || k == "apiDeprecationErrors")
-            continue;
-        if (k == "viewOn" || k == "pipeline")
-            uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
-        if (k == "timeseries") uasserted(ErrorCode::CommandNotSupported, "time-series collections are not supported by this store");
-        bson::appendIter(options.mut(), k, it);
-    }
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    auto sw = op.store.catalog().createCollection(ns, options.get());
-    if (!sw.isOK()) {
-        if (sw.getStatus().code() == ErrorCode::NamespaceExists)
-            uasserted(ErrorCode::NamespaceExists, fmt::format("Collection {} already exists. NS: {}", ns, ns));
-        uassertStatusOK(sw.getStatus());
-    }
-    logCreate(op.store, *sw.getValue());
-}});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"create"}, [](OperationContext& op, bson_t*) {
+        std::string ns = nsOf(op);
+        // Options other than the name are kept as the collection's options.
+        bson::Doc options;
+        bson_iter_t it;
+        bson_iter_init(&it, op.cmd);
+        bson_iter_next(&it);
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "$db" || k == "lsid" || k == "$clusterTime" || k == "writeConcern" ||
+                k == "txnNumber" || k == "$readPreference" || k == "comment" || k == "autocommit" ||
+                k == "startTransaction" || k == "apiVersion" || k == "apiStrict" ||
+                k == "apiDeprecationErrors")
+                continue;
+            if (k == "viewOn" || k == "pipeline")
+                uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
+            if (k == "timeseries")
+                uasserted(ErrorCode::CommandNotSupported,
+                          "time-series collections are not supported by this store");
+            bson::appendIter(options.mut(), k, it);
+        }
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        auto sw = op.store.catalog().createCollection(ns, options.get());
+        if (!sw.isOK()) {
+            if (sw.getStatus().code() == ErrorCode::NamespaceExists)
+                uasserted(ErrorCode::NamespaceExists,
+                          fmt::format("Collection {} already exists. NS: {}", ns, ns));
+            uassertStatusOK(sw.getStatus());
+        }
+        logCreate(op.store, *sw.getValue());
+    }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"drop"}, [](OperationContext& op, bson_t* reply) {
-    std::string ns = nsOf(op);
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    auto coll = op.store.catalog().lookup(ns);
-    if (!coll) return;  // dropping a missing collection succeeds since 7.0
-    BSON_APPEND_INT32(reply, "nIndexesWas", static_cast<int32_t>(coll->indexes.size()));
-    BSON_APPEND_UTF8(reply, "ns", ns.c_str());
-    uassertStatusOK(op.store.catalog().dropCollection(ns));
-    bson::Doc o;
-    BSON_APPEND_UTF8(o.mut(), "drop", coll->name.c_str());
-    logCommand(op.store, coll->db, o.get(), coll->uuid);
-}});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"drop"}, [](OperationContext& op, bson_t* reply) {
+        std::string ns = nsOf(op);
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        auto coll = op.store.catalog().lookup(ns);
+        if (!coll) return;  // dropping a missing collection succeeds since 7.0
+        BSON_APPEND_INT32(reply, "nIndexesWas", static_cast<int32_t>(coll->indexes.size()));
+        BSON_APPEND_UTF8(reply, "ns", ns.c_str());
+        uassertStatusOK(op.store.catalog().dropCollection(ns));
+        bson::Doc o;
+        BSON_APPEND_UTF8(o.mut(), "drop", coll->name.c_str());
+        logCommand(op.store, coll->db, o.get(), coll->uuid);
+    }});
 
 HALO_REGISTER_COMMAND(CommandSpec{{"dropDatabase"}, [](OperationContext& op, bson_t* reply) {
-    validateDbName(op.db);
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    for (const auto& c : op.store.catalog().listCollections(op.db)) {
-        uassertStatusOK(op.store.catalog().dropCollection(c->ns));
-        bson::Doc o;
-        BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
-        logCommand(op.store, c->db, o.get(), c->uuid);
-    }
-    bson::Doc o;
-    BSON_APPEND_INT32(o.mut(), "dropDatabase", 1);
-    logCommand(op.store, op.db, o.get());
-    BSON_APPEND_UTF8(reply, "dropped", op.db.c_str());
-}});
+                                      validateDbName(op.db);
+                                      std::unique_lock lk(op.store.catalog().ddlLock());
+                                      for (const auto& c :
+                                           op.store.catalog().listCollections(op.db)) {
+                                          uassertStatusOK(op.store.catalog().dropCollection(c->ns));
+                                          bson::Doc o;
+                                          BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
+                                          logCommand(op.store, c->db, o.get(), c->uuid);
+                                      }
+                                      bson::Doc o;
+                                      BSON_APPEND_INT32(o.mut(), "dropDatabase", 1);
+                                      logCommand(op.store, op.db, o.get());
+                                      BSON_APPEND_UTF8(reply, "dropped", op.db.c_str());
+                                  }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"listDatabases"}, [](OperationContext& op, bson_t* reply) {
-    bool nameOnly = cmdarg::getBool(op.cmd, "nameOnly", false);
-    bson_t fv;
-    std::unique_ptr<query::Matcher> filter;
-    if (cmdarg::getDoc(op.cmd, "filter", &fv, "listDatabases") && bson_count_keys(&fv) > 0)
-        filter = uassertStatusOK(query::Matcher::parse(&fv));
-    std::shared_lock lk(op.store.catalog().ddlLock());
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(reply, "databases", &arr);
-    int i = 0;
-    int64_t total = 0;
-    for (const auto& db : op.store.catalog().listDatabases()) {
-        int64_t size = 0;
-        for (const auto& c : op.store.catalog().listCollections(db)) size += c->dataSize.load();
-        bson::Doc d;
-        BSON_APPEND_UTF8(d.mut(), "name", db.c_str());
-        BSON_APPEND_INT64(d.mut(), "sizeOnDisk", size);
-        BSON_APPEND_BOOL(d.mut(), "empty", size == 0);
-        if (filter && !filter->matches(d.get())) continue;
-        total += size;
-        std::string k = std::to_string(i++);
-        if (nameOnly) {
-            bson_t n;
-            BSON_APPEND_DOCUMENT_BEGIN(&arr, k.c_str(), &n);
-            BSON_APPEND_UTF8(&n, "name", db.c_str());
-            bson_append_document_end(&arr, &n);
-        } else {
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"listDatabases"},
+    [](OperationContext& op, bson_t* reply) {
+        bool nameOnly = cmdarg::getBool(op.cmd, "nameOnly", false);
+        bson_t fv;
+        std::unique_ptr<query::Matcher> filter;
+        if (cmdarg::getDoc(op.cmd, "filter", &fv, "listDatabases") && bson_count_keys(&fv) > 0)
+            filter = uassertStatusOK(query::Matcher::parse(&fv));
+        std::shared_lock lk(op.store.catalog().ddlLock());
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(reply, "databases", &arr);
+        int i = 0;
+        int64_t total = 0;
+        for (const auto& db : op.store.catalog().listDatabases()) {
+            int64_t size = 0;
+            for (const auto& c : op.store.catalog().listCollections(db)) size += c->dataSize.load();
+            bson::Doc d;
+            BSON_APPEND_UTF8(d.mut(), "name", db.c_str());
+            BSON_APPEND_INT64(d.mut(), "sizeOnDisk", size);
+            BSON_APPEND_BOOL(d.mut(), "empty", size == 0);
+            if (filter && !filter->matches(d.get())) continue;
+            total += size;
+            std::string k = std::to_string(i++);
+            if (nameOnly) {
+                bson_t n;
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, k.c_str(), &n);
+                BSON_APPEND_UTF8(&n, "name", db.c_str());
+                bson_append_document_end(&arr, &n);
+            } else {
+                BSON_APPEND_DOCUMENT(&arr, k.c_str(), d.get());
+            }
+        }
+        bson_append_array_end(reply, &arr);
+        if (!nameOnly) BSON_APPEND_INT64(reply, "totalSize", total);
+    },
+    true});
+
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"listCollections"}, [](OperationContext& op, bson_t* reply) {
+        validateDbName(op.db);
+        bool nameOnly = cmdarg::getBool(op.cmd, "nameOnly", false);
+        bson_t fv;
+        bson::Doc filter;
+        if (cmdarg::getDoc(op.cmd, "filter", &fv, "listCollections"))
+            filter = bson::Doc::copyOf(&fv);
+        std::unique_ptr<query::Matcher> matcher;
+        if (!filter.empty()) matcher = uassertStatusOK(query::Matcher::parse(filter.get()));
+        std::shared_lock lk(op.store.catalog().ddlLock());
+        bson_t cursor, arr;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+        BSON_APPEND_INT64(&cursor, "id", 0);
+        std::string ns = op.db + ".$cmd.listCollections";
+        BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+        BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+        int i = 0;
+        for (const auto& c : op.store.catalog().listCollections(op.db)) {
+            bson::Doc d;
+            BSON_APPEND_UTF8(d.mut(), "name", c->name.c_str());
+            BSON_APPEND_UTF8(d.mut(), "type", "collection");
+            if (!nameOnly) {
+                BSON_APPEND_DOCUMENT(d.mut(), "options", c->options.get());
+                bson_t info, idIndex;
+                BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "info", &info);
+                BSON_APPEND_BOOL(&info, "readOnly", false);
+                appendUuid(&info, "uuid", *c);
+                bson_append_document_end(d.mut(), &info);
+                if (const IndexEntry* id = c->idIndex())
+                    BSON_APPEND_DOCUMENT(d.mut(), "idIndex", id->spec.get());
+                (void)idIndex;
+            }
+            if (matcher && !matcher->matches(d.get())) continue;
+            std::string k = std::to_string(i++);
             BSON_APPEND_DOCUMENT(&arr, k.c_str(), d.get());
         }
-    }
-    bson_append_array_end(reply, &arr);
-    if (!nameOnly) BSON_APPEND_INT64(reply, "totalSize", total);
-}, true});
+        bson_append_array_end(&cursor, &arr);
+        bson_append_document_end(reply, &cursor);
+    }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"listCollections"}, [](OperationContext& op, bson_t* reply) {
-    validateDbName(op.db);
-    bool nameOnly = cmdarg::getBool(op.cmd, "nameOnly", false);
-    bson_t fv;
-    bson::Doc filter;
-    if (cmdarg::getDoc(op.cmd, "filter", &fv, "listCollections")) filter = bson::Doc::copyOf(&fv);
-    std::unique_ptr<query::Matcher> matcher;
-    if (!filter.empty()) matcher = uassertStatusOK(query::Matcher::parse(filter.get()));
-    std::shared_lock lk(op.store.catalog().ddlLock());
-    bson_t cursor, arr;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
-    BSON_APPEND_INT64(&cursor, "id", 0);
-    std::string ns = op.db + ".$cmd.listCollections";
-    BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
-    BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
-    int i = 0;
-    for (const auto& c : op.store.catalog().listCollections(op.db)) {
-        bson::Doc d;
-        BSON_APPEND_UTF8(d.mut(), "name", c->name.c_str());
-        BSON_APPEND_UTF8(d.mut(), "type", "collection");
-        if (!nameOnly) {
-            BSON_APPEND_DOCUMENT(d.mut(), "options", c->options.get());
-            bson_t info, idIndex;
-            BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "info", &info);
-            BSON_APPEND_BOOL(&info, "readOnly", false);
-            appendUuid(&info, "uuid", *c);
-            bson_append_document_end(d.mut(), &info);
-            if (const IndexEntry* id = c->idIndex()) BSON_APPEND_DOCUMENT(d.mut(), "idIndex", id->spec.get());
-            (void)idIndex;
-        }
-        if (matcher && !matcher->matches(d.get())) continue;
-        std::string k = std::to_string(i++);
-        BSON_APPEND_DOCUMENT(&arr, k.c_str(), d.get());
-    }
-    bson_append_array_end(&cursor, &arr);
-    bson_append_document_end(reply, &cursor);
-}});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"renameCollection"},
+    [](OperationContext& op, bson_t*) {
+        bson_iter_t it;
+        bson_iter_init(&it, op.cmd);
+        bson_iter_next(&it);
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            uasserted(ErrorCode::TypeMismatch, "renameCollection must be a string");
+        std::string from = bson_iter_utf8(&it, nullptr);
+        if (!bson::find(op.cmd, "to", &it) || !BSON_ITER_HOLDS_UTF8(&it))
+            uasserted(ErrorCode::TypeMismatch, "'to' must be of type String");
+        std::string to = bson_iter_utf8(&it, nullptr);
+        bool dropTarget = cmdarg::getBool(op.cmd, "dropTarget", false);
+        if (from.find('.') == std::string::npos || to.find('.') == std::string::npos)
+            uasserted(ErrorCode::InvalidNamespace, "Invalid namespace");
+        if (from == to)
+            uasserted(ErrorCode::IllegalOperation, "Can't rename a collection to itself");
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        if (!op.store.catalog().lookup(from))
+            uasserted(ErrorCode::NamespaceNotFound,
+                      "Source collection " + from + " does not exist");
+        if (op.store.catalog().lookup(to) && !dropTarget)
+            uasserted(ErrorCode::NamespaceExists, "target namespace exists");
+        auto source = op.store.catalog().lookup(from);
+        uassertStatusOK(op.store.catalog().renameCollection(from, to, dropTarget));
+        bson::Doc o;
+        BSON_APPEND_UTF8(o.mut(), "renameCollection", from.c_str());
+        BSON_APPEND_UTF8(o.mut(), "to", to.c_str());
+        BSON_APPEND_BOOL(o.mut(), "dropTarget", dropTarget);
+        logCommand(op.store, splitNs(from).first, o.get(), source->uuid);
+    },
+    true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"renameCollection"}, [](OperationContext& op, bson_t*) {
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    if (!BSON_ITER_HOLDS_UTF8(&it)) uasserted(ErrorCode::TypeMismatch, "renameCollection must be a string");
-    std::string from = bson_iter_utf8(&it, nullptr);
-    if (!bson::find(op.cmd, "to", &it) || !BSON_ITER_HOLDS_UTF8(&it))
-        uasserted(ErrorCode::TypeMismatch, "'to' must be of type String");
-    std::string to = bson_iter_utf8(&it, nullptr);
-    bool dropTarget = cmdarg::getBool(op.cmd, "dropTarget", false);
-    if (from.find('.') == std::string::npos || to.find('.') == std::string::npos)
-        uasserted(ErrorCode::InvalidNamespace, "Invalid namespace");
-    if (from == to) uasserted(ErrorCode::IllegalOperation, "Can't rename a collection to itself");
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    if (!op.store.catalog().lookup(from)) uasserted(ErrorCode::NamespaceNotFound, "Source collection " + from + " does not exist");
-    if (op.store.catalog().lookup(to) && !dropTarget) uasserted(ErrorCode::NamespaceExists, "target namespace exists");
-    auto source = op.store.catalog().lookup(from);
-    uassertStatusOK(op.store.catalog().renameCollection(from, to, dropTarget));
-    bson::Doc o;
-    BSON_APPEND_UTF8(o.mut(), "renameCollection", from.c_str());
-    BSON_APPEND_UTF8(o.mut(), "to", to.c_str());
-    BSON_APPEND_BOOL(o.mut(), "dropTarget", dropTarget);
-    logCommand(op.store, splitNs(from).first, o.get(), source->uuid);
-}, true});
-
-HALO_REGISTER_COMMAND(CommandSpec{{"createIndexes"}, [](OperationContext& op, bson_t* reply) {
-    std::string ns = nsOf(op);
-    bson_iter_t it;
-    if (!bson::find(op.cmd, "indexes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::Location40414, "BSON field 'createIndexes.indexes' is missing but a required field");
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    bool created = op.store.catalog().lookup(ns) == nullptr;
-    auto coll = op.store.catalog().getOrCreate(ns);
-    if (created) logCreate(op.store, *coll);
-    int before = static_cast<int>(coll->indexes.size());
-    bson_iter_t a;
-    bson_iter_recurse(&it, &a);
-    int specs = 0;
-    while (bson_iter_next(&a)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) uasserted(ErrorCode::TypeMismatch, "index specs must be objects");
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&a, &len, &data);
-        bson::View spec(data, len);
-        size_t before = op.store.catalog().lookup(ns)->indexes.size();
-        uassertStatusOK(op.store.catalog().createIndex(ns, spec.get()));
-        auto after = op.store.catalog().lookup(ns);
-        if (after->indexes.size() > before) {
-            bson::Doc o;
-            BSON_APPEND_UTF8(o.mut(), "createIndexes", after->name.c_str());
-            BSON_APPEND_DOCUMENT(o.mut(), "spec", after->indexes.back()->spec.get());
-            logCommand(op.store, after->db, o.get(), after->uuid);
-        }
-        ++specs;
-    }
-    if (specs == 0) uasserted(ErrorCode::BadValue, "Must specify at least one index to create");
-    int after = static_cast<int>(op.store.catalog().lookup(ns)->indexes.size());
-    BSON_APPEND_INT32(reply, "numIndexesBefore", before);
-    BSON_APPEND_INT32(reply, "numIndexesAfter", after);
-    if (after == before) BSON_APPEND_UTF8(reply, "note", "all indexes already exist");
-    BSON_APPEND_BOOL(reply, "createdCollectionAutomatically", created);
-}});
-
-HALO_REGISTER_COMMAND(CommandSpec{{"collMod"}, [](OperationContext& op, bson_t*) {
-    std::string ns = nsOf(op);
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    auto coll = op.store.catalog().lookup(ns);
-    if (!coll) uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
-    // Options replace their previous values; others are kept.
-    bson::Doc next;
-    bson::Doc changes;
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    while (bson_iter_next(&it)) {
-        std::string_view k = bson_iter_key(&it);
-        if (k == "changeStreamPreAndPostImages" || k == "validator" || k == "validationLevel" ||
-            k == "validationAction" || k == "expireAfterSeconds") {
-            bson::appendIter(changes.mut(), k, it);
-        } else if (k == "index") {
-            continue;  // TTL/hidden changes on an index: accepted, nothing to store yet
-        } else if (k == "$db" || k == "lsid" || k == "$clusterTime" || k == "writeConcern" || k == "comment" ||
-                   k == "$readPreference" || k == "apiVersion" || k == "apiStrict" || k == "apiDeprecationErrors") {
-            continue;
-        } else if (k == "viewOn" || k == "pipeline") {
-            uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
-        } else {
-            uasserted(ErrorCode::InvalidOptions, fmt::format("unknown option to collMod: {}", k));
-        }
-    }
-    bson_iter_init(&it, coll->options.get());
-    while (bson_iter_next(&it))
-        if (!bson_has_field(changes.get(), bson_iter_key(&it))) bson::appendIter(next.mut(), bson_iter_key(&it), it);
-    bson_concat(next.mut(), changes.get());
-    uassertStatusOK(op.store.catalog().setOptions(ns, next.get()));
-    bson::Doc o;
-    BSON_APPEND_UTF8(o.mut(), "collMod", coll->name.c_str());
-    bson_concat(o.mut(), changes.get());
-    logCommand(op.store, coll->db, o.get(), coll->uuid);
-}});
-
-HALO_REGISTER_COMMAND(CommandSpec{{"listIndexes"}, [](OperationContext& op, bson_t* reply) {
-    std::string ns = nsOf(op);
-    std::shared_lock lk(op.store.catalog().ddlLock());
-    auto coll = op.store.catalog().lookup(ns);
-    if (!coll) uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
-    bson_t cursor, arr;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
-    BSON_APPEND_INT64(&cursor, "id", 0);
-    std::string cns = op.db + ".$cmd.listIndexes." + coll->name;
-    BSON_APPEND_UTF8(&cursor, "ns", cns.c_str());
-    BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
-    for (size_t i = 0; i < coll->indexes.size(); ++i) {
-        std::string k = std::to_string(i);
-        BSON_APPEND_DOCUMENT(&arr, k.c_str(), coll->indexes[i]->spec.get());
-    }
-    bson_append_array_end(&cursor, &arr);
-    bson_append_document_end(reply, &cursor);
-}});
-
-HALO_REGISTER_COMMAND(CommandSpec{{"dropIndexes", "deleteIndexes"}, [](OperationContext& op, bson_t* reply) {
-    std::string ns = nsOf(op);
-    std::unique_lock lk(op.store.catalog().ddlLock());
-    auto coll = op.store.catalog().lookup(ns);
-    if (!coll) uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns not found {}", ns));
-    BSON_APPEND_INT32(reply, "nIndexesWas", static_cast<int32_t>(coll->indexes.size()));
-    bson_iter_t it;
-    if (!bson::find(op.cmd, "index", &it))
-        uasserted(ErrorCode::Location40414, "BSON field 'dropIndexes.index' is missing but a required field");
-    std::vector<std::string> names;
-    if (BSON_ITER_HOLDS_UTF8(&it)) {
-        std::string name = bson_iter_utf8(&it, nullptr);
-        if (name == "*") {
-            for (const auto& i : coll->indexes)
-                if (!i->isIdIndex()) names.push_back(i->name);
-        } else {
-            names.push_back(name);
-        }
-    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"createIndexes"}, [](OperationContext& op, bson_t* reply) {
+        std::string ns = nsOf(op);
+        bson_iter_t it;
+        if (!bson::find(op.cmd, "indexes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+            uasserted(ErrorCode::Location40414,
+                      "BSON field 'createIndexes.indexes' is missing but a required field");
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        bool created = op.store.catalog().lookup(ns) == nullptr;
+        auto coll = op.store.catalog().getOrCreate(ns);
+        if (created) logCreate(op.store, *coll);
+        int before = static_cast<int>(coll->indexes.size());
         bson_iter_t a;
         bson_iter_recurse(&it, &a);
-        while (bson_iter_next(&a))
-            if (BSON_ITER_HOLDS_UTF8(&a)) names.emplace_back(bson_iter_utf8(&a, nullptr));
-    } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        bson_t key;
-        bson::subDocument(op.cmd, "index", &key);
-        std::string found;
-        for (const auto& i : coll->indexes)
-            if (bson::compareDocs(i->keyPattern.get(), &key) == 0) found = i->name;
-        if (found.empty())
-            uasserted(ErrorCode::IndexNotFound, fmt::format("can't find index with key: {}", bson::toJson(&key)));
-        names.push_back(found);
-    }
-    for (const auto& n : names) {
-        if (n == "_id_") uasserted(ErrorCode::InvalidOptions, "cannot drop _id index");
-        const IndexEntry* idx = coll->findIndex(n);
-        bson::Doc spec = idx ? idx->spec.copy() : bson::Doc();
-        uassertStatusOK(op.store.catalog().dropIndex(ns, n));
+        int specs = 0;
+        while (bson_iter_next(&a)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a))
+                uasserted(ErrorCode::TypeMismatch, "index specs must be objects");
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&a, &len, &data);
+            bson::View spec(data, len);
+            size_t before = op.store.catalog().lookup(ns)->indexes.size();
+            uassertStatusOK(op.store.catalog().createIndex(ns, spec.get()));
+            auto after = op.store.catalog().lookup(ns);
+            if (after->indexes.size() > before) {
+                bson::Doc o;
+                BSON_APPEND_UTF8(o.mut(), "createIndexes", after->name.c_str());
+                BSON_APPEND_DOCUMENT(o.mut(), "spec", after->indexes.back()->spec.get());
+                logCommand(op.store, after->db, o.get(), after->uuid);
+            }
+            ++specs;
+        }
+        if (specs == 0) uasserted(ErrorCode::BadValue, "Must specify at least one index to create");
+        int after = static_cast<int>(op.store.catalog().lookup(ns)->indexes.size());
+        BSON_APPEND_INT32(reply, "numIndexesBefore", before);
+        BSON_APPEND_INT32(reply, "numIndexesAfter", after);
+        if (after == before) BSON_APPEND_UTF8(reply, "note", "all indexes already exist");
+        BSON_APPEND_BOOL(reply, "createdCollectionAutomatically", created);
+    }});
+
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"collMod"}, [](OperationContext& op, bson_t*) {
+        std::string ns = nsOf(op);
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        auto coll = op.store.catalog().lookup(ns);
+        if (!coll)
+            uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
+        // Options replace their previous values; others are kept.
+        bson::Doc next;
+        bson::Doc changes;
+        bson_iter_t it;
+        bson_iter_init(&it, op.cmd);
+        bson_iter_next(&it);
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "changeStreamPreAndPostImages" || k == "validator" || k == "validationLevel" ||
+                k == "validationAction" || k == "expireAfterSeconds") {
+                bson::appendIter(changes.mut(), k, it);
+            } else if (k == "index") {
+                continue;  // TTL/hidden changes on an index: accepted, nothing to store yet
+            } else if (k == "$db" || k == "lsid" || k == "$clusterTime" || k == "writeConcern" ||
+                       k == "comment" || k == "$readPreference" || k == "apiVersion" ||
+                       k == "apiStrict" || k == "apiDeprecationErrors") {
+                continue;
+            } else if (k == "viewOn" || k == "pipeline") {
+                uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
+            } else {
+                uasserted(ErrorCode::InvalidOptions,
+                          fmt::format("unknown option to collMod: {}", k));
+            }
+        }
+        bson_iter_init(&it, coll->options.get());
+        while (bson_iter_next(&it))
+            if (!bson_has_field(changes.get(), bson_iter_key(&it)))
+                bson::appendIter(next.mut(), bson_iter_key(&it), it);
+        bson_concat(next.mut(), changes.get());
+        uassertStatusOK(op.store.catalog().setOptions(ns, next.get()));
         bson::Doc o;
-        BSON_APPEND_UTF8(o.mut(), "dropIndexes", coll->name.c_str());
-        BSON_APPEND_UTF8(o.mut(), "index", n.c_str());
-        BSON_APPEND_DOCUMENT(o.mut(), "spec", spec.get());
+        BSON_APPEND_UTF8(o.mut(), "collMod", coll->name.c_str());
+        bson_concat(o.mut(), changes.get());
         logCommand(op.store, coll->db, o.get(), coll->uuid);
-    }
-}});
+    }});
+
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"listIndexes"}, [](OperationContext& op, bson_t* reply) {
+        std::string ns = nsOf(op);
+        std::shared_lock lk(op.store.catalog().ddlLock());
+        auto coll = op.store.catalog().lookup(ns);
+        if (!coll)
+            uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
+        bson_t cursor, arr;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+        BSON_APPEND_INT64(&cursor, "id", 0);
+        std::string cns = op.db + ".$cmd.listIndexes." + coll->name;
+        BSON_APPEND_UTF8(&cursor, "ns", cns.c_str());
+        BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+        for (size_t i = 0; i < coll->indexes.size(); ++i) {
+            std::string k = std::to_string(i);
+            BSON_APPEND_DOCUMENT(&arr, k.c_str(), coll->indexes[i]->spec.get());
+        }
+        bson_append_array_end(&cursor, &arr);
+        bson_append_document_end(reply, &cursor);
+    }});
+
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"dropIndexes", "deleteIndexes"}, [](OperationContext& op, bson_t* reply) {
+        std::string ns = nsOf(op);
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        auto coll = op.store.catalog().lookup(ns);
+        if (!coll) uasserted(ErrorCode::NamespaceNotFound, fmt::format("ns not found {}", ns));
+        BSON_APPEND_INT32(reply, "nIndexesWas", static_cast<int32_t>(coll->indexes.size()));
+        bson_iter_t it;
+        if (!bson::find(op.cmd, "index", &it))
+            uasserted(ErrorCode::Location40414,
+                      "BSON field 'dropIndexes.index' is missing but a required field");
+        std::vector<std::string> names;
+        if (BSON_ITER_HOLDS_UTF8(&it)) {
+            std::string name = bson_iter_utf8(&it, nullptr);
+            if (name == "*") {
+                for (const auto& i : coll->indexes)
+                    if (!i->isIdIndex()) names.push_back(i->name);
+            } else {
+                names.push_back(name);
+            }
+        } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t a;
+            bson_iter_recurse(&it, &a);
+            while (bson_iter_next(&a))
+                if (BSON_ITER_HOLDS_UTF8(&a)) names.emplace_back(bson_iter_utf8(&a, nullptr));
+        } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t key;
+            bson::subDocument(op.cmd, "index", &key);
+            std::string found;
+            for (const auto& i : coll->indexes)
+                if (bson::compareDocs(i->keyPattern.get(), &key) == 0) found = i->name;
+            if (found.empty())
+                uasserted(ErrorCode::IndexNotFound,
+                          fmt::format("can't find index with key: {}", bson::toJson(&key)));
+            names.push_back(found);
+        }
+        for (const auto& n : names) {
+            if (n == "_id_") uasserted(ErrorCode::InvalidOptions, "cannot drop _id index");
+            const IndexEntry* idx = coll->findIndex(n);
+            bson::Doc spec = idx ? idx->spec.copy() : bson::Doc();
+            uassertStatusOK(op.store.catalog().dropIndex(ns, n));
+            bson::Doc o;
+            BSON_APPEND_UTF8(o.mut(), "dropIndexes", coll->name.c_str());
+            BSON_APPEND_UTF8(o.mut(), "index", n.c_str());
+            BSON_APPEND_DOCUMENT(o.mut(), "spec", spec.get());
+            logCommand(op.store, coll->db, o.get(), coll->uuid);
+        }
+    }});
 
 void appendCollStats(const CollectionEntry& c, bson_t* reply, double scale) {
     int64_t n = c.numRecords.load(), size = c.dataSize.load();
@@ -333,142 +367,154 @@ void appendCollStats(const CollectionEntry& c, bson_t* reply, double scale) {
     BSON_APPEND_BOOL(reply, "capped", false);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"collStats"}, [](OperationContext& op, bson_t* reply) {
-    std::string ns = nsOf(op);
-    double scale = static_cast<double>(cmdarg::getInt(op.cmd, "scale", 1, "collStats"));
-    if (scale <= 0) uasserted(ErrorCode::BadValue, "scale has to be >= 1");
-    std::shared_lock lk(op.store.catalog().ddlLock());
-    auto coll = op.store.catalog().lookup(ns);
-    if (!coll) uasserted(ErrorCode::NamespaceNotFound, fmt::format("Collection [{}] not found.", ns));
-    appendCollStats(*coll, reply, scale);
-}});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"collStats"}, [](OperationContext& op, bson_t* reply) {
+        std::string ns = nsOf(op);
+        double scale = static_cast<double>(cmdarg::getInt(op.cmd, "scale", 1, "collStats"));
+        if (scale <= 0) uasserted(ErrorCode::BadValue, "scale has to be >= 1");
+        std::shared_lock lk(op.store.catalog().ddlLock());
+        auto coll = op.store.catalog().lookup(ns);
+        if (!coll)
+            uasserted(ErrorCode::NamespaceNotFound, fmt::format("Collection [{}] not found.", ns));
+        appendCollStats(*coll, reply, scale);
+    }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"dbStats"}, [](OperationContext& op, bson_t* reply) {
-    validateDbName(op.db);
-    std::shared_lock lk(op.store.catalog().ddlLock());
-    int64_t objects = 0, size = 0, indexes = 0;
-    auto colls = op.store.catalog().listCollections(op.db);
-    for (const auto& c : colls) {
-        objects += c->numRecords.load();
-        size += c->dataSize.load();
-        indexes += static_cast<int64_t>(c->indexes.size());
-    }
-    BSON_APPEND_UTF8(reply, "db", op.db.c_str());
-    BSON_APPEND_INT64(reply, "collections", static_cast<int64_t>(colls.size()));
-    BSON_APPEND_INT64(reply, "views", 0);
-    BSON_APPEND_INT64(reply, "objects", objects);
-    BSON_APPEND_DOUBLE(reply, "avgObjSize", objects ? static_cast<double>(size) / objects : 0.0);
-    BSON_APPEND_INT64(reply, "dataSize", size);
-    BSON_APPEND_INT64(reply, "storageSize", size);
-    BSON_APPEND_INT64(reply, "indexes", indexes);
-    BSON_APPEND_INT64(reply, "indexSize", 0);
-    BSON_APPEND_INT64(reply, "totalSize", size);
-    BSON_APPEND_DOUBLE(reply, "scaleFactor", 1.0);
-}});
-
-HALO_REGISTER_COMMAND(CommandSpec{{"explain"}, [](OperationContext& op, bson_t* reply) {
-    bson_t inner;
-    if (!cmdarg::getDoc(op.cmd, "explain", &inner, "explain"))
-        uasserted(ErrorCode::FailedToParse, "explain command requires a nested object");
-    bson_iter_t it;
-    bson_iter_init(&it, &inner);
-    if (!bson_iter_next(&it)) uasserted(ErrorCode::FailedToParse, "explain of an empty command");
-    std::string verb = bson_iter_key(&it);
-    if (!BSON_ITER_HOLDS_UTF8(&it)) uasserted(ErrorCode::InvalidNamespace, "collection name must be a string");
-    std::string ns = op.db + "." + bson_iter_utf8(&it, nullptr);
-    FindSpec spec;
-    bson_t sub;
-    auto take = [&](const char* f) {
-        return bson::subDocument(&inner, f, &sub) ? bson::Doc::copyOf(&sub) : bson::Doc();
-    };
-    if (verb == "find") {
-        spec.filter = take("filter");
-        spec.sort = take("sort");
-        spec.projection = take("projection");
-        spec.skip = cmdarg::getInt(&inner, "skip", 0, "find");
-        spec.limit = cmdarg::getInt(&inner, "limit", 0, "find");
-    } else if (verb == "count" || verb == "distinct") {
-        spec.filter = take("query");
-    } else if (verb == "aggregate") {
-        // The leading $match decides the access path.
-        bson_t pipeline;
-        if (bson::subDocument(&inner, "pipeline", &pipeline)) {
-            bson_iter_t p;
-            bson_iter_init(&p, &pipeline);
-            if (bson_iter_next(&p) && BSON_ITER_HOLDS_DOCUMENT(&p)) {
-                uint32_t len;
-                const uint8_t* data;
-                bson_iter_document(&p, &len, &data);
-                bson_t stage;
-                bson_init_static(&stage, data, len);
-                if (bson::subDocument(&stage, "$match", &sub)) spec.filter = bson::Doc::copyOf(&sub);
-            }
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"dbStats"}, [](OperationContext& op, bson_t* reply) {
+        validateDbName(op.db);
+        std::shared_lock lk(op.store.catalog().ddlLock());
+        int64_t objects = 0, size = 0, indexes = 0;
+        auto colls = op.store.catalog().listCollections(op.db);
+        for (const auto& c : colls) {
+            objects += c->numRecords.load();
+            size += c->dataSize.load();
+            indexes += static_cast<int64_t>(c->indexes.size());
         }
-    } else if (verb == "update" || verb == "delete" || verb == "findAndModify") {
-        bson_t arr;
-        const char* listName = verb == "update" ? "updates" : "deletes";
-        if (verb == "findAndModify") {
-            spec.filter = take("query");
+        BSON_APPEND_UTF8(reply, "db", op.db.c_str());
+        BSON_APPEND_INT64(reply, "collections", static_cast<int64_t>(colls.size()));
+        BSON_APPEND_INT64(reply, "views", 0);
+        BSON_APPEND_INT64(reply, "objects", objects);
+        BSON_APPEND_DOUBLE(reply, "avgObjSize",
+                           objects ? static_cast<double>(size) / objects : 0.0);
+        BSON_APPEND_INT64(reply, "dataSize", size);
+        BSON_APPEND_INT64(reply, "storageSize", size);
+        BSON_APPEND_INT64(reply, "indexes", indexes);
+        BSON_APPEND_INT64(reply, "indexSize", 0);
+        BSON_APPEND_INT64(reply, "totalSize", size);
+        BSON_APPEND_DOUBLE(reply, "scaleFactor", 1.0);
+    }});
+
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"explain"}, [](OperationContext& op, bson_t* reply) {
+        bson_t inner;
+        if (!cmdarg::getDoc(op.cmd, "explain", &inner, "explain"))
+            uasserted(ErrorCode::FailedToParse, "explain command requires a nested object");
+        bson_iter_t it;
+        bson_iter_init(&it, &inner);
+        if (!bson_iter_next(&it))
+            uasserted(ErrorCode::FailedToParse, "explain of an empty command");
+        std::string verb = bson_iter_key(&it);
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            uasserted(ErrorCode::InvalidNamespace, "collection name must be a string");
+        std::string ns = op.db + "." + bson_iter_utf8(&it, nullptr);
+        FindSpec spec;
+        bson_t sub;
+        auto take = [&](const char* f) {
+            return bson::subDocument(&inner, f, &sub) ? bson::Doc::copyOf(&sub) : bson::Doc();
+        };
+        if (verb == "find") {
+            spec.filter = take("filter");
             spec.sort = take("sort");
-        } else if (bson::subDocument(&inner, listName, &arr)) {
-            bson_iter_t p;
-            bson_iter_init(&p, &arr);
-            if (bson_iter_next(&p) && BSON_ITER_HOLDS_DOCUMENT(&p)) {
-                uint32_t len;
-                const uint8_t* data;
-                bson_iter_document(&p, &len, &data);
-                bson_t stmt;
-                bson_init_static(&stmt, data, len);
-                if (bson::subDocument(&stmt, "q", &sub)) spec.filter = bson::Doc::copyOf(&sub);
+            spec.projection = take("projection");
+            spec.skip = cmdarg::getInt(&inner, "skip", 0, "find");
+            spec.limit = cmdarg::getInt(&inner, "limit", 0, "find");
+        } else if (verb == "count" || verb == "distinct") {
+            spec.filter = take("query");
+        } else if (verb == "aggregate") {
+            // The leading $match decides the access path.
+            bson_t pipeline;
+            if (bson::subDocument(&inner, "pipeline", &pipeline)) {
+                bson_iter_t p;
+                bson_iter_init(&p, &pipeline);
+                if (bson_iter_next(&p) && BSON_ITER_HOLDS_DOCUMENT(&p)) {
+                    uint32_t len;
+                    const uint8_t* data;
+                    bson_iter_document(&p, &len, &data);
+                    bson_t stage;
+                    bson_init_static(&stage, data, len);
+                    if (bson::subDocument(&stage, "$match", &sub))
+                        spec.filter = bson::Doc::copyOf(&sub);
+                }
             }
+        } else if (verb == "update" || verb == "delete" || verb == "findAndModify") {
+            bson_t arr;
+            const char* listName = verb == "update" ? "updates" : "deletes";
+            if (verb == "findAndModify") {
+                spec.filter = take("query");
+                spec.sort = take("sort");
+            } else if (bson::subDocument(&inner, listName, &arr)) {
+                bson_iter_t p;
+                bson_iter_init(&p, &arr);
+                if (bson_iter_next(&p) && BSON_ITER_HOLDS_DOCUMENT(&p)) {
+                    uint32_t len;
+                    const uint8_t* data;
+                    bson_iter_document(&p, &len, &data);
+                    bson_t stmt;
+                    bson_init_static(&stmt, data, len);
+                    if (bson::subDocument(&stmt, "q", &sub)) spec.filter = bson::Doc::copyOf(&sub);
+                }
+            }
+        } else {
+            uasserted(ErrorCode::CommandNotFound,
+                      fmt::format("Explain failed due to unknown command: {}", verb));
         }
-    } else {
-        uasserted(ErrorCode::CommandNotFound, fmt::format("Explain failed due to unknown command: {}", verb));
-    }
-    bson_iter_t h;
-    if (bson::find(&inner, "hint", &h)) {
-        if (BSON_ITER_HOLDS_UTF8(&h)) BSON_APPEND_UTF8(spec.hint.mut(), "$hint", bson_iter_utf8(&h, nullptr));
-        else spec.hint = take("hint");
-    }
-    std::string verbosity = "allPlansExecution";
-    if (bson::find(op.cmd, "verbosity", &it) && BSON_ITER_HOLDS_UTF8(&it)) verbosity = bson_iter_utf8(&it, nullptr);
-    CollectionLock lk(op.store.catalog());
-    auto coll = op.store.catalog().lookup(ns);
-    FindExecutor exec(coll, std::move(spec));
-    bson_t qp, wp, rejected;
-    BSON_APPEND_INT32(reply, "explainVersion", 1);
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "queryPlanner", &qp);
-    BSON_APPEND_UTF8(&qp, "namespace", ns.c_str());
-    BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
-    if (coll) {
-        exec.explain(&wp);
-    } else {
-        BSON_APPEND_UTF8(&wp, "stage", "EOF");
-    }
-    bson_append_document_end(&qp, &wp);
-    BSON_APPEND_ARRAY_BEGIN(&qp, "rejectedPlans", &rejected);
-    bson_append_array_end(&qp, &rejected);
-    bson_append_document_end(reply, &qp);
-    if (coll && verbosity != "queryPlanner") {
-        int64_t n = 0;
-        {
-            PooledSession s(op.store.catalog().sessions());
-            Txn txn(*s);
-            while (exec.next(*s)) ++n;
+        bson_iter_t h;
+        if (bson::find(&inner, "hint", &h)) {
+            if (BSON_ITER_HOLDS_UTF8(&h))
+                BSON_APPEND_UTF8(spec.hint.mut(), "$hint", bson_iter_utf8(&h, nullptr));
+            else
+                spec.hint = take("hint");
         }
-        bson_t es;
-        BSON_APPEND_DOCUMENT_BEGIN(reply, "executionStats", &es);
-        BSON_APPEND_BOOL(&es, "executionSuccess", true);
-        BSON_APPEND_INT64(&es, "nReturned", n);
-        BSON_APPEND_INT64(&es, "totalKeysExamined", exec.keysExamined());
-        BSON_APPEND_INT64(&es, "totalDocsExamined", exec.docsExamined());
-        bson_append_document_end(reply, &es);
-    }
-    bson_t si;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "serverInfo", &si);
-    BSON_APPEND_UTF8(&si, "version", "7.0.15");
-    bson_append_document_end(reply, &si);
-}});
+        std::string verbosity = "allPlansExecution";
+        if (bson::find(op.cmd, "verbosity", &it) && BSON_ITER_HOLDS_UTF8(&it))
+            verbosity = bson_iter_utf8(&it, nullptr);
+        CollectionLock lk(op.store.catalog());
+        auto coll = op.store.catalog().lookup(ns);
+        FindExecutor exec(coll, std::move(spec));
+        bson_t qp, wp, rejected;
+        BSON_APPEND_INT32(reply, "explainVersion", 1);
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "queryPlanner", &qp);
+        BSON_APPEND_UTF8(&qp, "namespace", ns.c_str());
+        BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
+        if (coll) {
+            exec.explain(&wp);
+        } else {
+            BSON_APPEND_UTF8(&wp, "stage", "EOF");
+        }
+        bson_append_document_end(&qp, &wp);
+        BSON_APPEND_ARRAY_BEGIN(&qp, "rejectedPlans", &rejected);
+        bson_append_array_end(&qp, &rejected);
+        bson_append_document_end(reply, &qp);
+        if (coll && verbosity != "queryPlanner") {
+            int64_t n = 0;
+            {
+                PooledSession s(op.store.catalog().sessions());
+                Txn txn(*s);
+                while (exec.next(*s)) ++n;
+            }
+            bson_t es;
+            BSON_APPEND_DOCUMENT_BEGIN(reply, "executionStats", &es);
+            BSON_APPEND_BOOL(&es, "executionSuccess", true);
+            BSON_APPEND_INT64(&es, "nReturned", n);
+            BSON_APPEND_INT64(&es, "totalKeysExamined", exec.keysExamined());
+            BSON_APPEND_INT64(&es, "totalDocsExamined", exec.docsExamined());
+            bson_append_document_end(reply, &es);
+        }
+        bson_t si;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "serverInfo", &si);
+        BSON_APPEND_UTF8(&si, "version", "7.0.15");
+        bson_append_document_end(reply, &si);
+    }});
 
 }  // namespace
 }  // namespace halo::store

@@ -16,8 +16,8 @@ bson::Doc idOnly(const bson_t* doc) {
 bool recordsImages(const CollectionEntry& c) {
     bson_t opt;
     bson_iter_t it;
-    return bson::subDocument(c.options.get(), "changeStreamPreAndPostImages", &opt) && bson::find(&opt, "enabled", &it) &&
-           bson::isTruthy(*bson_iter_value(&it));
+    return bson::subDocument(c.options.get(), "changeStreamPreAndPostImages", &opt) &&
+           bson::find(&opt, "enabled", &it) && bson::isTruthy(*bson_iter_value(&it));
 }
 }  // namespace
 
@@ -31,7 +31,8 @@ void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
     u.append(std::move(e));
 }
 
-void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, const bson_t* after, bool replacement) {
+void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, const bson_t* after,
+               bool replacement) {
     OplogEntry e;
     e.op = 'u';
     e.ns = c.ns;
@@ -129,8 +130,8 @@ void logCreate(Store& store, const CollectionEntry& c) {
     logCommand(store, c.db, o.get(), c.uuid);
 }
 
-bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arrayName, int64_t batchSize,
-               bool firstBatch) {
+bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arrayName,
+               int64_t batchSize, bool firstBatch) {
     constexpr size_t kMaxBatchBytes = 16 * 1024 * 1024;
     bson_t arr;
     bson_append_array_begin(cursorDoc, arrayName, -1, &arr);
@@ -157,14 +158,16 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
     bson_append_array_end(cursorDoc, &arr);
     if (!exhausted && stream.atEnd()) exhausted = true;
     stream.saveState();
-    if (auto token = stream.postBatchResumeToken()) BSON_APPEND_DOCUMENT(cursorDoc, "postBatchResumeToken", token->get());
+    if (auto token = stream.postBatchResumeToken())
+        BSON_APPEND_DOCUMENT(cursorDoc, "postBatchResumeToken", token->get());
     if (stream.isTailable()) return stream.isExhausted();
     return exhausted;
 }
 
-void replyWithCursor(OperationContext& op, const std::string& ns, std::shared_ptr<const CollectionEntry> coll,
-                     std::unique_ptr<DocStream> stream, int64_t batchSize, bool singleBatch, bson_t* reply,
-                     bool tailable, bool awaitData) {
+void replyWithCursor(OperationContext& op, const std::string& ns,
+                     std::shared_ptr<const CollectionEntry> coll, std::unique_ptr<DocStream> stream,
+                     int64_t batchSize, bool singleBatch, bson_t* reply, bool tailable,
+                     bool awaitData) {
     bson_t cursor;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
     bool exhausted;

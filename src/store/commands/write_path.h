@@ -6,19 +6,19 @@
 #include "store/commands/command.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
-#include "store/txn/session_catalog.h"
 #include "store/server/store.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
+#include "store/txn/session_catalog.h"
 
 namespace halo::store {
 
 /// Holds the catalog's DDL lock shared for the duration of a data operation.
 class CollectionLock {
-public:
+  public:
     explicit CollectionLock(Catalog& c) : lk_(c.ddlLock()) {}
 
-private:
+  private:
     std::shared_lock<std::shared_mutex> lk_;
 };
 
@@ -46,11 +46,13 @@ auto runWriteTxn(Store& store, Fn&& fn) {
                 fn(*s, unit);
                 txn.commit(true);
                 unit.committed();
+                store.oplog().truncateIfNeeded();
                 return;
             } else {
                 auto r = fn(*s, unit);
                 txn.commit(true);
                 unit.committed();
+                store.oplog().truncateIfNeeded();
                 return r;
             }
         } catch (const WriteConflictException&) {
@@ -70,13 +72,13 @@ void recordOutcome(Store& store, Session& s, int32_t stmtId, const bson_t* outco
 /// A read's storage transaction: the open multi-document transaction's
 /// snapshot when there is one, else a pooled session with its own snapshot.
 class ReadScope {
-public:
+  public:
     explicit ReadScope(Store& store);
     ~ReadScope();
     Session& session() { return *session_; }
     void done();
 
-private:
+  private:
     std::optional<PooledSession> pooled_;
     std::optional<Txn> txn_;
     Session* session_;
@@ -84,11 +86,14 @@ private:
 
 /// Oplog helpers for the CRUD write path.
 void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc);
-void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, const bson_t* after, bool replacement);
+void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, const bson_t* after,
+               bool replacement);
 void logDelete(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc);
-/// A DDL entry ({create|drop|renameCollection|dropDatabase|createIndexes|dropIndexes...}) in its own txn.
+/// A DDL entry ({create|drop|renameCollection|dropDatabase|createIndexes|dropIndexes...}) in its
+/// own txn.
 void logCreate(Store& store, const CollectionEntry& c);
-void logCommand(Store& store, const std::string& db, const bson_t* o, const uint8_t* uuid = nullptr);
+void logCommand(Store& store, const std::string& db, const bson_t* o,
+                const uint8_t* uuid = nullptr);
 
 /// Validates a namespace's database name (InvalidNamespace 73).
 void validateDbName(std::string_view db);
@@ -100,8 +105,9 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
                int64_t batchSize, bool firstBatch);
 
 /// Registers a cursor if the stream has more, and appends the {cursor: {...}} reply.
-void replyWithCursor(OperationContext& op, const std::string& ns, std::shared_ptr<const CollectionEntry> coll,
-                     std::unique_ptr<DocStream> stream, int64_t batchSize, bool singleBatch, bson_t* reply,
-                     bool tailable = false, bool awaitData = false);
+void replyWithCursor(OperationContext& op, const std::string& ns,
+                     std::shared_ptr<const CollectionEntry> coll, std::unique_ptr<DocStream> stream,
+                     int64_t batchSize, bool singleBatch, bson_t* reply, bool tailable = false,
+                     bool awaitData = false);
 
 }  // namespace halo::store

@@ -1,9 +1,9 @@
 #include "store/exec/change_stream.h"
 
+#include <fmt/format.h>
+
 #include <cinttypes>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "store/repl/doc_diff.h"
 #include "store/repl/oplog.h"
@@ -14,7 +14,9 @@ namespace {
 
 constexpr uint8_t kEvent = 0, kHighWaterMark = 1, kInvalidate = 2;
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool startsWith(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
 
 std::string getStr(const bson_t* d, const char* f) {
     bson_iter_t it;
@@ -31,7 +33,9 @@ void appendNs(bson_t* out, const char* key, const std::string& ns) {
     bson_append_document_end(out, &n);
 }
 
-bool isInternalDb(std::string_view db) { return db == "admin" || db == "config" || db == "local"; }
+bool isInternalDb(std::string_view db) {
+    return db == "admin" || db == "config" || db == "local";
+}
 
 }  // namespace
 
@@ -46,7 +50,8 @@ bson::Doc ResumePoint::toToken() const {
 ResumePoint ResumePoint::fromToken(const bson_t* token) {
     std::string data = getStr(token, "_data");
     if (data.size() != 28 || data.substr(0, 2) != "82")
-        uasserted(ErrorCode::InvalidResumeToken, "Invalid resume token: the _data field is not a Halocline resume token");
+        uasserted(ErrorCode::InvalidResumeToken,
+                  "Invalid resume token: the _data field is not a Halocline resume token");
     ResumePoint p;
     try {
         p.ts = Timestamp::fromU64(std::stoull(data.substr(2, 16), nullptr, 16));
@@ -55,11 +60,13 @@ ResumePoint ResumePoint::fromToken(const bson_t* token) {
     } catch (const std::exception&) {
         uasserted(ErrorCode::InvalidResumeToken, "Invalid resume token: malformed _data");
     }
-    if (p.kind > kInvalidate) uasserted(ErrorCode::InvalidResumeToken, "Invalid resume token: unknown kind");
+    if (p.kind > kInvalidate)
+        uasserted(ErrorCode::InvalidResumeToken, "Invalid resume token: unknown kind");
     return p;
 }
 
-ChangeStreamSpec ChangeStreamSpec::parse(const bson_t* arg, const std::string& db, const std::string& coll) {
+ChangeStreamSpec ChangeStreamSpec::parse(const bson_t* arg, const std::string& db,
+                                         const std::string& coll) {
     ChangeStreamSpec spec;
     spec.db = db;
     spec.coll = coll;
@@ -70,33 +77,46 @@ ChangeStreamSpec ChangeStreamSpec::parse(const bson_t* arg, const std::string& d
     while (bson_iter_next(&it)) {
         std::string_view k = bson_iter_key(&it);
         if (k == "fullDocument") {
-            if (!BSON_ITER_HOLDS_UTF8(&it)) uasserted(ErrorCode::TypeMismatch, "fullDocument must be a string");
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                uasserted(ErrorCode::TypeMismatch, "fullDocument must be a string");
             spec.fullDocument = bson_iter_utf8(&it, nullptr);
             if (spec.fullDocument != "default" && spec.fullDocument != "updateLookup" &&
                 spec.fullDocument != "whenAvailable" && spec.fullDocument != "required")
-                uasserted(ErrorCode::BadValue, fmt::format("Enumeration value '{}' for field 'fullDocument' is not a valid value.", spec.fullDocument));
+                uasserted(
+                    ErrorCode::BadValue,
+                    fmt::format(
+                        "Enumeration value '{}' for field 'fullDocument' is not a valid value.",
+                        spec.fullDocument));
         } else if (k == "fullDocumentBeforeChange") {
-            if (!BSON_ITER_HOLDS_UTF8(&it)) uasserted(ErrorCode::TypeMismatch, "fullDocumentBeforeChange must be a string");
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                uasserted(ErrorCode::TypeMismatch, "fullDocumentBeforeChange must be a string");
             spec.fullDocumentBeforeChange = bson_iter_utf8(&it, nullptr);
-            if (spec.fullDocumentBeforeChange != "off" && spec.fullDocumentBeforeChange != "whenAvailable" &&
+            if (spec.fullDocumentBeforeChange != "off" &&
+                spec.fullDocumentBeforeChange != "whenAvailable" &&
                 spec.fullDocumentBeforeChange != "required")
-                uasserted(ErrorCode::BadValue, fmt::format("Enumeration value '{}' for field 'fullDocumentBeforeChange' is not a valid value.", spec.fullDocumentBeforeChange));
+                uasserted(ErrorCode::BadValue,
+                          fmt::format("Enumeration value '{}' for field 'fullDocumentBeforeChange' "
+                                      "is not a valid value.",
+                                      spec.fullDocumentBeforeChange));
         } else if (k == "resumeAfter" || k == "startAfter") {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) uasserted(ErrorCode::TypeMismatch, std::string(k) + " must be an object");
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                uasserted(ErrorCode::TypeMismatch, std::string(k) + " must be an object");
             bson_t tok;
             bson::subDocument(arg, k, &tok);
             ResumePoint p = ResumePoint::fromToken(&tok);
             if (k == "resumeAfter") {
                 if (p.kind == kInvalidate)
                     uasserted(ErrorCode::InvalidResumeToken,
-                              "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.");
+                              "Attempting to resume a change stream using 'resumeAfter' is not "
+                              "allowed from an invalidate notification.");
                 spec.resumeAfter = p;
             } else {
                 spec.startAfter = p;
             }
             ++starts;
         } else if (k == "startAtOperationTime") {
-            if (!BSON_ITER_HOLDS_TIMESTAMP(&it)) uasserted(ErrorCode::TypeMismatch, "startAtOperationTime must be a timestamp");
+            if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
+                uasserted(ErrorCode::TypeMismatch, "startAtOperationTime must be a timestamp");
             Timestamp t;
             bson_iter_timestamp(&it, &t.secs, &t.inc);
             spec.startAtOperationTime = t;
@@ -104,24 +124,31 @@ ChangeStreamSpec ChangeStreamSpec::parse(const bson_t* arg, const std::string& d
         } else if (k == "allChangesForCluster") {
             if (bson::isTruthy(*bson_iter_value(&it))) {
                 if (db != "admin" || !coll.empty())
-                    uasserted(ErrorCode::BadValue, "A change stream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name");
+                    uasserted(ErrorCode::BadValue,
+                              "A change stream with 'allChangesForCluster:true' may only be opened "
+                              "on the 'admin' database, and with no collection name");
                 spec.scope = Scope::Cluster;
             }
         } else if (k == "showExpandedEvents") {
             spec.showExpandedEvents = bson::isTruthy(*bson_iter_value(&it));
-        } else if (k == "allowToRunOnConfigDB" || k == "allowToRunOnSystemNS" || k == "showMigrationEvents" ||
-                   k == "showSystemEvents" || k == "showRawUpdateDescription") {
+        } else if (k == "allowToRunOnConfigDB" || k == "allowToRunOnSystemNS" ||
+                   k == "showMigrationEvents" || k == "showSystemEvents" ||
+                   k == "showRawUpdateDescription") {
             continue;
         } else {
-            uasserted(ErrorCode::Location40415, fmt::format("BSON field '$changeStream.{}' is an unknown field.", k));
+            uasserted(ErrorCode::Location40415,
+                      fmt::format("BSON field '$changeStream.{}' is an unknown field.", k));
         }
     }
     if (starts > 1)
-        uasserted(ErrorCode::Location40674, "Only one type of resume option is allowed, but multiple were found.");
+        uasserted(ErrorCode::Location40674,
+                  "Only one type of resume option is allowed, but multiple were found.");
     if (spec.scope == Scope::Database && db == "admin")
-        uasserted(ErrorCode::InvalidNamespace, "$changeStream may not be opened on the internal admin database");
+        uasserted(ErrorCode::InvalidNamespace,
+                  "$changeStream may not be opened on the internal admin database");
     if (spec.scope != Scope::Cluster && isInternalDb(db) && db != "admin")
-        uasserted(ErrorCode::InvalidNamespace, fmt::format("$changeStream may not be opened on the internal {} database", db));
+        uasserted(ErrorCode::InvalidNamespace,
+                  fmt::format("$changeStream may not be opened on the internal {} database", db));
     return spec;
 }
 
@@ -130,13 +157,15 @@ ChangeStream::ChangeStream(Oplog& oplog, Catalog& catalog, ChangeStreamSpec spec
     auto checkHistory = [&](Timestamp t) {
         if (t < oplog_.truncatedThrough())
             uasserted(ErrorCode::ChangeStreamHistoryLost,
-                      "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+                      "Resume of change stream was not possible, as the resume point may no longer "
+                      "be in the oplog.");
     };
     if (spec_.resumeAfter || spec_.startAfter) {
         position_ = spec_.resumeAfter ? *spec_.resumeAfter : *spec_.startAfter;
         checkHistory(position_.ts);
         // Re-read the token's own entry to find the events after it.
-        scannedUpTo_ = Timestamp::fromU64(position_.ts.asU64() - (position_.kind == kHighWaterMark ? 0 : 1));
+        scannedUpTo_ =
+            Timestamp::fromU64(position_.ts.asU64() - (position_.kind == kHighWaterMark ? 0 : 1));
     } else if (spec_.startAtOperationTime) {
         Timestamp t = *spec_.startAtOperationTime;
         checkHistory(t);
@@ -153,9 +182,12 @@ ChangeStream::ChangeStream(Oplog& oplog, Catalog& catalog, ChangeStreamSpec spec
 bool ChangeStream::matchesNs(const std::string& ns) const {
     auto [db, coll] = splitNs(ns);
     switch (spec_.scope) {
-        case ChangeStreamSpec::Scope::Collection: return db == spec_.db && coll == spec_.coll;
-        case ChangeStreamSpec::Scope::Database: return db == spec_.db && !startsWith(coll, "system.");
-        case ChangeStreamSpec::Scope::Cluster: return !isInternalDb(db) && !startsWith(coll, "system.");
+        case ChangeStreamSpec::Scope::Collection:
+            return db == spec_.db && coll == spec_.coll;
+        case ChangeStreamSpec::Scope::Database:
+            return db == spec_.db && !startsWith(coll, "system.");
+        case ChangeStreamSpec::Scope::Cluster:
+            return !isInternalDb(db) && !startsWith(coll, "system.");
     }
     return false;
 }
@@ -177,7 +209,8 @@ std::optional<bson::Doc> ChangeStream::next(Session& s) {
         // scan point was removed, events were lost to us.
         if (scannedUpTo_ < oplog_.truncatedThrough())
             uasserted(ErrorCode::ChangeStreamHistoryLost,
-                      "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+                      "Resume of change stream was not possible, as the resume point may no longer "
+                      "be in the oplog.");
         Cursor c = s.open(oplog_.collection()->uri);
         c->set_key(c.get(), static_cast<int64_t>(scannedUpTo_.asU64() + 1));
         int exact = 0;
@@ -206,14 +239,17 @@ std::optional<bson::Doc> ChangeStream::next(Session& s) {
     }
 }
 
-std::optional<bson::Doc> ChangeStream::postBatchResumeToken() const { return position_.toToken(); }
+std::optional<bson::Doc> ChangeStream::postBatchResumeToken() const {
+    return position_.toToken();
+}
 
 void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
     std::string op = getStr(entry, "op");
     std::string ns = getStr(entry, "ns");
     bson_iter_t it;
     int64_t wall = 0;
-    if (bson::find(entry, "wall", &it) && BSON_ITER_HOLDS_DATE_TIME(&it)) wall = bson_iter_date_time(&it);
+    if (bson::find(entry, "wall", &it) && BSON_ITER_HOLDS_DATE_TIME(&it))
+        wall = bson_iter_date_time(&it);
     bson_t lsid;
     bool haveLsid = bson::subDocument(entry, "lsid", &lsid);
     int64_t txnNumber = 0;
@@ -265,10 +301,16 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         };
         auto preImage = [&](bson_t* ev) {
             if (spec_.fullDocumentBeforeChange == "off") return;
-            if (havePre) BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", &pre);
+            if (havePre)
+                BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", &pre);
             else if (spec_.fullDocumentBeforeChange == "required")
-                uasserted(ErrorCode::NoMatchingDocument, fmt::format("Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for the event at {}", ts.asU64()));
-            else BSON_APPEND_NULL(ev, "fullDocumentBeforeChange");
+                uasserted(ErrorCode::NoMatchingDocument,
+                          fmt::format("Change stream was configured to require a pre-image for all "
+                                      "update, delete and replace events, but the pre-image was "
+                                      "not found for the event at {}",
+                                      ts.asU64()));
+            else
+                BSON_APPEND_NULL(ev, "fullDocumentBeforeChange");
         };
         if (eop == "i") {
             queue([&](bson_t* ev) {
@@ -291,14 +333,25 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
                     std::optional<bson::Doc> cur;
                     bson_iter_t idIt;
                     if (coll && haveO2 && bson::find(&o2, "_id", &idIt))
-                        if (auto rid = rs::findById(s, *coll, *bson_iter_value(&idIt))) cur = rs::fetch(s, *coll, *rid);
-                    if (cur) BSON_APPEND_DOCUMENT(ev, "fullDocument", cur->get());
-                    else BSON_APPEND_NULL(ev, "fullDocument");
-                } else if (spec_.fullDocument == "whenAvailable" || spec_.fullDocument == "required") {
-                    if (havePost) BSON_APPEND_DOCUMENT(ev, "fullDocument", &post);
+                        if (auto rid = rs::findById(s, *coll, *bson_iter_value(&idIt)))
+                            cur = rs::fetch(s, *coll, *rid);
+                    if (cur)
+                        BSON_APPEND_DOCUMENT(ev, "fullDocument", cur->get());
+                    else
+                        BSON_APPEND_NULL(ev, "fullDocument");
+                } else if (spec_.fullDocument == "whenAvailable" ||
+                           spec_.fullDocument == "required") {
+                    if (havePost)
+                        BSON_APPEND_DOCUMENT(ev, "fullDocument", &post);
                     else if (spec_.fullDocument == "required")
-                        uasserted(ErrorCode::NoMatchingDocument, fmt::format("Change stream was configured to require a post-image for all update, delete and replace events, but the post-image was not found for the event at {}", ts.asU64()));
-                    else BSON_APPEND_NULL(ev, "fullDocument");
+                        uasserted(
+                            ErrorCode::NoMatchingDocument,
+                            fmt::format("Change stream was configured to require a post-image for "
+                                        "all update, delete and replace events, but the post-image "
+                                        "was not found for the event at {}",
+                                        ts.asU64()));
+                    else
+                        BSON_APPEND_NULL(ev, "fullDocument");
                 }
                 appendNs(ev, "ns", ens);
                 if (haveO2) BSON_APPEND_DOCUMENT(ev, "documentKey", &o2);
@@ -352,11 +405,13 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         return;
     }
     auto invalidate = [&]() {
-        queue([&](bson_t* ev) {
-            BSON_APPEND_UTF8(ev, "operationType", "invalidate");
-            appendTimestamp(ev, "clusterTime", ts);
-            BSON_APPEND_DATE_TIME(ev, "wallTime", wall);
-        }, kInvalidate);
+        queue(
+            [&](bson_t* ev) {
+                BSON_APPEND_UTF8(ev, "operationType", "invalidate");
+                appendTimestamp(ev, "clusterTime", ts);
+                BSON_APPEND_DATE_TIME(ev, "wallTime", wall);
+            },
+            kInvalidate);
         invalidated_ = true;
     };
     if (cmd == "drop" && BSON_ITER_HOLDS_UTF8(&first)) {
@@ -371,7 +426,9 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
     } else if (cmd == "renameCollection" && BSON_ITER_HOLDS_UTF8(&first)) {
         std::string from = bson_iter_utf8(&first, nullptr);
         std::string to = getStr(&o, "to");
-        if (!matchesNs(from) && !(spec_.scope != ChangeStreamSpec::Scope::Collection && matchesNs(to))) return;
+        if (!matchesNs(from) &&
+            !(spec_.scope != ChangeStreamSpec::Scope::Collection && matchesNs(to)))
+            return;
         queue([&](bson_t* ev) {
             header(ev, "rename");
             appendUuid(ev);
@@ -380,13 +437,15 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
         });
         if (spec_.scope == ChangeStreamSpec::Scope::Collection) invalidate();
     } else if (cmd == "dropDatabase") {
-        if (spec_.scope == ChangeStreamSpec::Scope::Cluster ? isInternalDb(db) : db != spec_.db) return;
+        if (spec_.scope == ChangeStreamSpec::Scope::Cluster ? isInternalDb(db) : db != spec_.db)
+            return;
         queue([&](bson_t* ev) {
             header(ev, "dropDatabase");
             appendNs(ev, "ns", db);
         });
         if (spec_.scope != ChangeStreamSpec::Scope::Cluster) invalidate();
-    } else if ((cmd == "create" || cmd == "createIndexes" || cmd == "dropIndexes" || cmd == "collMod") &&
+    } else if ((cmd == "create" || cmd == "createIndexes" || cmd == "dropIndexes" ||
+                cmd == "collMod") &&
                spec_.showExpandedEvents && BSON_ITER_HOLDS_UTF8(&first)) {
         std::string target = db + "." + bson_iter_utf8(&first, nullptr);
         if (!matchesNs(target)) return;

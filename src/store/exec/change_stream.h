@@ -47,11 +47,12 @@ struct ChangeStreamSpec {
 
     /// Parses the $changeStream stage's argument for a command on `db`/`coll`
     /// (coll empty for `aggregate: 1`). `admin` + allChangesForCluster: cluster scope.
-    static ChangeStreamSpec parse(const bson_t* stageArg, const std::string& db, const std::string& coll);
+    static ChangeStreamSpec parse(const bson_t* stageArg, const std::string& db,
+                                  const std::string& coll);
 };
 
 class ChangeStream : public DocStream {
-public:
+  public:
     /// Validates the start point against the oplog (ChangeStreamHistoryLost 286).
     ChangeStream(Oplog& oplog, Catalog& catalog, ChangeStreamSpec spec, Session& s);
     std::optional<bson::Doc> next(Session& s) override;
@@ -59,7 +60,7 @@ public:
     bool isTailable() const override { return !invalidated_; }
     bool isExhausted() const override { return closed_; }
 
-private:
+  private:
     /// Converts one oplog entry into 0..n events appended to pending_.
     void expand(Session& s, const bson_t* entry, Timestamp ts);
     bool matchesNs(const std::string& ns) const;
@@ -67,12 +68,12 @@ private:
     Oplog& oplog_;
     Catalog& catalog_;
     ChangeStreamSpec spec_;
-    ResumePoint position_;       // last position consumed (events at or before are done)
-    Timestamp scannedUpTo_;      // oplog entries up to here have been read
+    ResumePoint position_;   // last position consumed (events at or before are done)
+    Timestamp scannedUpTo_;  // oplog entries up to here have been read
     std::vector<std::pair<ResumePoint, bson::Doc>> pending_;
     size_t pendingPos_ = 0;
-    bool invalidated_ = false;   // an invalidate event is queued or sent
-    bool closed_ = false;        // the invalidate was returned
+    bool invalidated_ = false;  // an invalidate event is queued or sent
+    bool closed_ = false;       // the invalidate was returned
 };
 
 }  // namespace halo::store

@@ -4,7 +4,6 @@
 // the table is bounded. Thread-safe; a cursor is checked out by one getMore at
 // a time (a concurrent getMore on the same id gets CursorInUse-like errors).
 #include <asio.hpp>
-
 #include <chrono>
 #include <map>
 #include <memory>
@@ -29,7 +28,7 @@ struct ClientCursor {
 };
 
 class CursorManager {
-public:
+  public:
     explicit CursorManager(std::chrono::milliseconds idleTimeout, size_t maxCursors = 100000)
         : timeout_(idleTimeout), max_(maxCursors) {}
 
@@ -48,7 +47,7 @@ public:
     size_t open() const;
     int64_t timedOut() const { return timedOut_; }
 
-private:
+  private:
     std::chrono::milliseconds timeout_;
     size_t max_;
     mutable std::mutex mu_;

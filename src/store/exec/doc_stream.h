@@ -11,7 +11,7 @@
 namespace halo::store {
 
 class DocStream {
-public:
+  public:
     virtual ~DocStream() = default;
     /// The next document, or nullopt when exhausted. May throw DBException.
     virtual std::optional<bson::Doc> next(Session& s) = 0;

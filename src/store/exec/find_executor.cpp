@@ -1,9 +1,9 @@
 #include "store/exec/find_executor.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
@@ -44,7 +44,9 @@ std::pair<std::string, std::string> rawRange(const KeyInterval& iv) {
     return {lo, hi};
 }
 
-bool below(std::string_view k, const std::string& hi) { return hi.empty() || k < std::string_view(hi); }
+bool below(std::string_view k, const std::string& hi) {
+    return hi.empty() || k < std::string_view(hi);
+}
 
 bool hasPositional(const bson_t* proj) {
     bson_iter_t it;
@@ -164,7 +166,8 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextIndexScan(Session& s
             if (plan_.index->unique) {
                 WT_ITEM v;
                 ic->get_value(ic.get(), &v);
-                rid = keystring::readRecordIdSuffix(std::string_view(static_cast<const char*>(v.data), v.size));
+                rid = keystring::readRecordIdSuffix(
+                    std::string_view(static_cast<const char*>(v.data), v.size));
             } else {
                 rid = keystring::readRecordIdSuffix(key);
             }
@@ -182,7 +185,8 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextIndexScan(Session& s
             wtCheck(r, "fetch");
             WT_ITEM v;
             rc->get_value(rc.get(), &v);
-            return std::make_pair(rid, bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size));
+            return std::make_pair(rid,
+                                  bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size));
         }
         if (ret != 0 && ret != WT_NOTFOUND) wtCheck(ret, "index scan");
         ++interval_;
@@ -193,22 +197,26 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextIndexScan(Session& s
     return std::nullopt;
 }
 
-FindExecutor::FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec spec) : spec_(std::move(spec)) {
+FindExecutor::FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec spec)
+    : spec_(std::move(spec)) {
     if (!spec_.filter.empty()) {
         matcher_ = uassertStatusOK(query::Matcher::parse(spec_.filter.get()));
     }
     if (!spec_.sort.empty()) {
         bson_iter_t it;
         bool natural = bson::find(spec_.sort.get(), "$natural", &it);
-        if (!natural) sort_ = std::make_unique<query::SortPattern>(uassertStatusOK(query::SortPattern::parse(spec_.sort.get())));
+        if (!natural)
+            sort_ = std::make_unique<query::SortPattern>(
+                uassertStatusOK(query::SortPattern::parse(spec_.sort.get())));
     }
     if (!spec_.projection.empty()) {
         projection_ = std::make_unique<query::Projection>(
             uassertStatusOK(query::Projection::parse(spec_.projection.get(), matcher_.get())));
     }
-    QueryPlan plan = coll ? planQuery(*coll, spec_.filter.get(), spec_.sort.empty() ? nullptr : spec_.sort.get(),
-                                      spec_.hint.empty() ? nullptr : spec_.hint.get())
-                          : QueryPlan{};
+    QueryPlan plan =
+        coll ? planQuery(*coll, spec_.filter.get(), spec_.sort.empty() ? nullptr : spec_.sort.get(),
+                         spec_.hint.empty() ? nullptr : spec_.hint.get())
+             : QueryPlan{};
     blockingSort_ = sort_ && !plan.providesSort;
     scan_ = std::make_unique<ScanStage>(std::move(coll), std::move(plan), matcher_);
 }
@@ -222,12 +230,15 @@ std::optional<bson::Doc> FindExecutor::nextSorted(Session& s) {
         // With a limit only the first skip+limit documents can ever be returned.
         size_t keep = spec_.limit > 0 ? static_cast<size_t>(spec_.skip + spec_.limit) : 0;
         std::vector<std::pair<query::SortKey, bson::Doc>> rows;
-        auto less = [this](const auto& a, const auto& b) { return sort_->compareKeys(a.first, b.first) < 0; };
+        auto less = [this](const auto& a, const auto& b) {
+            return sort_->compareKeys(a.first, b.first) < 0;
+        };
         while (auto d = scan_->next(s)) {
             bytes += d->size();
             if (bytes > kMaxBlockingSortBytes && keep == 0)
                 uasserted(ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
-                          "Executor error during find command :: caused by :: Sort exceeded memory limit of "
+                          "Executor error during find command :: caused by :: Sort exceeded memory "
+                          "limit of "
                           "104857600 bytes, but did not opt in to external sorting.");
             auto key = sort_->sortKey(d->get());
             rows.emplace_back(std::move(key), std::move(*d));

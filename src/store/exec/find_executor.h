@@ -28,7 +28,7 @@ struct FindSpec {
 /// Scans the collection through `plan` and yields (record id, document) pairs
 /// matching `matcher` (when given).
 class ScanStage {
-public:
+  public:
     ScanStage(std::shared_ptr<const CollectionEntry> coll, QueryPlan plan,
               std::shared_ptr<const query::Matcher> matcher);
     /// Next matching document, or nullopt when done. Runs in the caller's txn.
@@ -37,7 +37,7 @@ public:
     int64_t keysExamined() const { return keys_; }
     int64_t docsExamined() const { return docs_; }
 
-private:
+  private:
     std::optional<std::pair<int64_t, bson::Doc>> nextRaw(Session& s);
     std::optional<std::pair<int64_t, bson::Doc>> nextCollScan(Session& s);
     std::optional<std::pair<int64_t, bson::Doc>> nextIndexScan(Session& s);
@@ -57,7 +57,7 @@ private:
 };
 
 class FindExecutor : public DocStream {
-public:
+  public:
     /// Parses filter/sort/projection (throws DBException with mongod's codes) and plans.
     FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec spec);
     ~FindExecutor() override;
@@ -68,7 +68,7 @@ public:
     const QueryPlan& plan() const { return scan_->plan(); }
     bool atEnd() const override { return spec_.limit > 0 && returned_ >= spec_.limit; }
 
-private:
+  private:
     std::optional<bson::Doc> nextSorted(Session& s);
 
     FindSpec spec_;

@@ -1,9 +1,9 @@
 #include "store/exec/planner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "bson/compare.h"
 #include "store/storage/key_string.h"
@@ -114,7 +114,8 @@ bool sortMatchesIndex(const IndexEntry& idx, const bson_t* sort, int skipEqField
         const bson_value_t* v = bson_iter_value(&it);
         if (!bson::isNumber(v->value_type)) return false;
         bool desc = bson::toDouble(*v) < 0;
-        if (pos >= idx.pattern.fields.size() || idx.pattern.fields[pos].first != field) return false;
+        if (pos >= idx.pattern.fields.size() || idx.pattern.fields[pos].first != field)
+            return false;
         bool f = desc != idx.pattern.fields[pos].second;
         if (flip && *flip != f) return false;
         flip = f;
@@ -127,8 +128,8 @@ bool sortMatchesIndex(const IndexEntry& idx, const bson_t* sort, int skipEqField
 /// Builds the intervals for `idx` from the bounds; returns the number of
 /// leading equality fields used, or -1 when the index's first field is unbounded.
 bool nullish(const bson_value_t& v) {
-    return v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED || v.value_type == BSON_TYPE_MINKEY ||
-           v.value_type == BSON_TYPE_MAXKEY;
+    return v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED ||
+           v.value_type == BSON_TYPE_MINKEY || v.value_type == BSON_TYPE_MAXKEY;
 }
 
 /// A sparse index lacks documents missing all its fields: it may answer only
@@ -171,7 +172,8 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
             prefixes = std::move(next);
             std::sort(prefixes.begin(), prefixes.end());
             prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
-            sum += fmt::format("{}{}: {} point(s)", sum.empty() ? "" : ", ", field, fb.points.size());
+            sum +=
+                fmt::format("{}{}: {} point(s)", sum.empty() ? "" : ", ", field, fb.points.size());
             ++eq;
             continue;
         }
@@ -218,7 +220,8 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
 
 }  // namespace
 
-QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bson_t* sort, const bson_t* hint) {
+QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bson_t* sort,
+                    const bson_t* hint) {
     std::map<std::string, FieldBounds> bounds;
     if (filter) collect(filter, bounds);
 
@@ -245,7 +248,9 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
             for (const auto& i : coll.indexes)
                 if (bson::compareDocs(i->keyPattern.get(), hint) == 0) chosen = i;
         }
-        if (!chosen) uasserted(ErrorCode::BadValue, "hint provided does not correspond to an existing index");
+        if (!chosen)
+            uasserted(ErrorCode::BadValue,
+                      "hint provided does not correspond to an existing index");
         QueryPlan p;
         p.index = chosen;
         std::string sum;

@@ -63,7 +63,8 @@ void diffInto(const bson_t* before, const bson_t* after, const std::string& pref
             continue;
         }
         uint32_t newSize = 0;
-        if (nv->value_type == BSON_TYPE_ARRAY && ov->value_type == BSON_TYPE_ARRAY && isPrefixOf(*nv, *ov, &newSize)) {
+        if (nv->value_type == BSON_TYPE_ARRAY && ov->value_type == BSON_TYPE_ARRAY &&
+            isPrefixOf(*nv, *ov, &newSize)) {
             d.truncated.emplace_back(path, static_cast<int32_t>(newSize));
             continue;
         }
@@ -105,7 +106,8 @@ void appendUpdateDescription(bson_t* out, const bson_t* diff) {
     bson_t u, d, t;
     bson_t desc;
     BSON_APPEND_DOCUMENT_BEGIN(out, "updateDescription", &desc);
-    if (bson::subDocument(diff, "u", &u)) BSON_APPEND_DOCUMENT(&desc, "updatedFields", &u);
+    if (bson::subDocument(diff, "u", &u))
+        BSON_APPEND_DOCUMENT(&desc, "updatedFields", &u);
     else {
         bson_t empty = BSON_INITIALIZER;
         BSON_APPEND_DOCUMENT(&desc, "updatedFields", &empty);
@@ -122,7 +124,8 @@ void appendUpdateDescription(bson_t* out, const bson_t* diff) {
         }
     }
     bson_append_array_end(&desc, &removed);
-    if (bson::subDocument(diff, "t", &t)) BSON_APPEND_ARRAY(&desc, "truncatedArrays", &t);
+    if (bson::subDocument(diff, "t", &t))
+        BSON_APPEND_ARRAY(&desc, "truncatedArrays", &t);
     else {
         bson_t empty;
         BSON_APPEND_ARRAY_BEGIN(&desc, "truncatedArrays", &empty);

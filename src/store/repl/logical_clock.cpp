@@ -5,8 +5,9 @@
 namespace halo::store {
 
 Timestamp LogicalClock::reserve() {
-    auto now = static_cast<uint32_t>(
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto now = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
     std::lock_guard lk(mu_);
     if (now > last_.secs) {
         last_ = {now, 1};

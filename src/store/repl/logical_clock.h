@@ -12,7 +12,9 @@ struct Timestamp {
     uint32_t secs = 0;
     uint32_t inc = 0;
     uint64_t asU64() const { return (static_cast<uint64_t>(secs) << 32) | inc; }
-    static Timestamp fromU64(uint64_t v) { return {static_cast<uint32_t>(v >> 32), static_cast<uint32_t>(v)}; }
+    static Timestamp fromU64(uint64_t v) {
+        return {static_cast<uint32_t>(v >> 32), static_cast<uint32_t>(v)};
+    }
     bool isNull() const { return secs == 0 && inc == 0; }
     friend bool operator<(Timestamp a, Timestamp b) { return a.asU64() < b.asU64(); }
     friend bool operator<=(Timestamp a, Timestamp b) { return a.asU64() <= b.asU64(); }
@@ -24,7 +26,7 @@ inline void appendTimestamp(bson_t* b, const char* key, Timestamp t) {
 }
 
 class LogicalClock {
-public:
+  public:
     /// The next timestamp: never below wall-clock seconds, strictly increasing.
     Timestamp reserve();
     /// The latest timestamp handed out (or advanced to).
@@ -32,7 +34,7 @@ public:
     /// Moves the clock forward to at least `t` (start-up from the oplog; gossip).
     void advanceTo(Timestamp t);
 
-private:
+  private:
     mutable std::mutex mu_;
     Timestamp last_;
 };

@@ -9,7 +9,8 @@ namespace halo::store {
 
 namespace {
 int64_t wallNow() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 }  // namespace
@@ -166,6 +167,8 @@ void Oplog::wakeOnNextCommit(std::weak_ptr<asio::steady_timer> timer) {
 void Oplog::truncateIfNeeded() {
     int64_t size = coll_->dataSize.load();
     if (size <= maxBytes_) return;
+    std::unique_lock one(truncateMu_, std::try_to_lock);  // one truncator at a time
+    if (!one.owns_lock()) return;
     // Remove the oldest entries until 90% of the cap, in small transactions.
     int64_t target = maxBytes_ * 9 / 10;
     try {
@@ -175,7 +178,8 @@ void Oplog::truncateIfNeeded() {
             Cursor c = s->open(coll_->uri);
             int removed = 0;
             int64_t freed = 0;
-            while (removed < 1000 && coll_->dataSize.load() - freed > target && c->next(c.get()) == 0) {
+            while (removed < 1000 && coll_->dataSize.load() - freed > target &&
+                   c->next(c.get()) == 0) {
                 WT_ITEM v;
                 int64_t rid;
                 c->get_key(c.get(), &rid);
@@ -193,7 +197,8 @@ void Oplog::truncateIfNeeded() {
             if (removed == 0) break;
         }
     } catch (const DBException& e) {
-        log::warning("replication", 21200, "Oplog truncation failed", "{\"error\":" + log::quote(e.what()) + "}");
+        log::warning("replication", 21200, "Oplog truncation failed",
+                     "{\"error\":" + log::quote(e.what()) + "}");
     }
 }
 

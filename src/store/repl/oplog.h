@@ -11,7 +11,6 @@
 //
 // Thread-safe.
 #include <asio.hpp>
-
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -46,7 +45,7 @@ struct OplogEntry {
 };
 
 class Oplog {
-public:
+  public:
     Oplog(Catalog& catalog, LogicalClock& clock, int64_t maxBytes);
 
     /// Creates the oplog collection when absent and advances the clock past its
@@ -56,11 +55,12 @@ public:
     /// One storage transaction's worth of entries. Destroyed without
     /// committed(): its reserved timestamps are released (the txn rolled back).
     class Unit {
-    public:
+      public:
         Unit(Oplog& log, Session& s) : log_(log), s_(s) {}
         /// A unit inside a multi-document transaction: entries are buffered in
         /// `buffer` and written as one applyOps entry at commit.
-        Unit(Oplog& log, Session& s, std::vector<OplogEntry>* buffer) : log_(log), s_(s), buffer_(buffer) {}
+        Unit(Oplog& log, Session& s, std::vector<OplogEntry>* buffer)
+            : log_(log), s_(s), buffer_(buffer) {}
         ~Unit();
         Unit(const Unit&) = delete;
         Unit& operator=(const Unit&) = delete;
@@ -71,7 +71,7 @@ public:
         Timestamp lastTs() const { return last_; }
         bool empty() const { return reserved_.empty(); }
 
-    private:
+      private:
         Oplog& log_;
         Session& s_;
         std::vector<Timestamp> reserved_;
@@ -97,10 +97,11 @@ public:
     /// commit in between is never missed.
     uint64_t commitSeq() const { return commitSeq_.load(); }
 
-    /// Deletes the oldest entries while the oplog exceeds its size.
+    /// Deletes the oldest entries while the oplog exceeds its size. Called after
+    /// each write commits (cheap when under the cap) and by the periodic reaper.
     void truncateIfNeeded();
 
-private:
+  private:
     void release(const std::vector<Timestamp>& ts, bool committed);
 
     Catalog& catalog_;
@@ -108,6 +109,7 @@ private:
     int64_t maxBytes_;
     std::shared_ptr<const CollectionEntry> coll_;
     mutable std::mutex mu_;
+    std::mutex truncateMu_;
     std::set<uint64_t> pending_;
     Timestamp lastCommitted_;
     Timestamp truncatedThrough_;

@@ -15,7 +15,7 @@ struct StoreOptions {
     bool directIO = false;
     std::string logPath;  // empty: stdout
     bool verbose = false;
-    std::string replSet;              // empty: standalone
+    std::string replSet;  // empty: standalone
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
     int threads = 0;  // 0: hardware concurrency

@@ -8,7 +8,8 @@
 
 namespace halo::store {
 
-ServiceConnection::ServiceConnection(Store& store, const net::ConnectionInfo& info) : store_(store) {
+ServiceConnection::ServiceConnection(Store& store, const net::ConnectionInfo& info)
+    : store_(store) {
     client_.connectionId = info.id;
     client_.remote = info.remote;
     client_.local = info.local;
@@ -47,7 +48,8 @@ net::Frame ServiceConnection::maybeCompress(net::Frame frame, std::optional<wire
     return std::move(sw.getValue());
 }
 
-net::HandlerResult ServiceConnection::handle(std::span<const uint8_t> frame, Deferral* deferral, bool finalAttempt) {
+net::HandlerResult ServiceConnection::handle(std::span<const uint8_t> frame, Deferral* deferral,
+                                             bool finalAttempt) {
     auto hsw = wire::parseHeader(frame);
     if (!hsw.isOK() || static_cast<size_t>(hsw.getValue().messageLength) != frame.size()) {
         return {std::nullopt, true};
@@ -69,8 +71,10 @@ net::HandlerResult ServiceConnection::handle(std::span<const uint8_t> frame, Def
         h = wire::parseHeader(frame).getValue();
     }
     switch (static_cast<wire::OpCode>(h.opCode)) {
-        case wire::OpCode::Msg: return handleMsg(frame, h, replyCompressor, deferral, finalAttempt);
-        case wire::OpCode::Query: return handleQuery(frame, h, replyCompressor);
+        case wire::OpCode::Msg:
+            return handleMsg(frame, h, replyCompressor, deferral, finalAttempt);
+        case wire::OpCode::Query:
+            return handleQuery(frame, h, replyCompressor);
         default:
             log::warning("network", 22990, "Unsupported opcode; closing connection",
                          fmt::format(R"({{"opCode":{}}})", h.opCode));
@@ -78,7 +82,8 @@ net::HandlerResult ServiceConnection::handle(std::span<const uint8_t> frame, Def
     }
 }
 
-net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame, const wire::Header& h,
+net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame,
+                                                const wire::Header& h,
                                                 std::optional<wire::Compressor> replyCompressor,
                                                 Deferral* deferral, bool finalAttempt) {
     bson::Doc reply;
@@ -92,8 +97,8 @@ net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame, 
         bson::Doc cmd = wire::mergeSequences(msg);
         bson_iter_t it;
         if (!bson::find(cmd.get(), "$db", &it) || !BSON_ITER_HOLDS_UTF8(&it)) {
-            appendError(reply.mut(), Status(ErrorCode::Location40571,
-                                            "OP_MSG requests require a $db argument"));
+            appendError(reply.mut(),
+                        Status(ErrorCode::Location40571, "OP_MSG requests require a $db argument"));
         } else {
             std::string db = bson_iter_utf8(&it, nullptr);
             store_.runCommand(client_, db, cmd.get(), reply.mut(), deferral, finalAttempt);
@@ -105,7 +110,8 @@ net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame, 
     return {maybeCompress(std::move(out), replyCompressor), false};
 }
 
-net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame, const wire::Header& h,
+net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame,
+                                                  const wire::Header& h,
                                                   std::optional<wire::Compressor> replyCompressor) {
     bson::Doc reply;
     auto qsw = wire::parseOpQuery(frame);
@@ -119,7 +125,9 @@ net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame
         if (dot == std::string::npos || ns.substr(dot + 1) != "$cmd") {
             // Legacy OP_QUERY reads were removed in MongoDB 5.1+.
             flags = 2;  // QueryFailure
-            BSON_APPEND_UTF8(reply.mut(), "$err", "OP_QUERY is no longer supported. The client driver may require an upgrade.");
+            BSON_APPEND_UTF8(
+                reply.mut(), "$err",
+                "OP_QUERY is no longer supported. The client driver may require an upgrade.");
             BSON_APPEND_INT32(reply.mut(), "code", 5739101);
             BSON_APPEND_UTF8(reply.mut(), "codeName", "Location5739101");
         } else {

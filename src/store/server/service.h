@@ -9,16 +9,17 @@
 namespace halo::store {
 
 class ServiceConnection : public net::FrameHandler {
-public:
+  public:
     ServiceConnection(Store& store, const net::ConnectionInfo& info);
     asio::awaitable<net::HandlerResult> onFrame(net::Frame frame) override;
 
-private:
+  private:
     /// One attempt at a frame. Sets `deferral` when the command asked to wait.
-    net::HandlerResult handle(std::span<const uint8_t> frame, Deferral* deferral, bool finalAttempt);
+    net::HandlerResult handle(std::span<const uint8_t> frame, Deferral* deferral,
+                              bool finalAttempt);
     net::HandlerResult handleMsg(std::span<const uint8_t> frame, const wire::Header& h,
-                                 std::optional<wire::Compressor> replyCompressor, Deferral* deferral,
-                                 bool finalAttempt);
+                                 std::optional<wire::Compressor> replyCompressor,
+                                 Deferral* deferral, bool finalAttempt);
     net::HandlerResult handleQuery(std::span<const uint8_t> frame, const wire::Header& h,
                                    std::optional<wire::Compressor> replyCompressor);
     net::Frame maybeCompress(net::Frame frame, std::optional<wire::Compressor> c);

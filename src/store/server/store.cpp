@@ -4,14 +4,13 @@
 
 #include "common/log.h"
 #include "store/commands/command.h"
-#include "store/txn/session_catalog.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
-#include "store/txn/session_catalog.h"
 #include "store/server/service.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
 #include "store/storage/record_store.h"
+#include "store/txn/session_catalog.h"
 
 namespace halo::store {
 
@@ -25,7 +24,9 @@ void appendError(bson_t* reply, const Status& s) {
 
 Store::Store(StoreOptions opts) : opts_(std::move(opts)) {}
 
-Store::~Store() { stop(); }
+Store::~Store() {
+    stop();
+}
 
 Status Store::start() {
     started_ = std::chrono::steady_clock::now();
@@ -38,7 +39,8 @@ Status Store::start() {
     catalog_ = std::make_unique<Catalog>(*engine_);
     Status s = catalog_->load();
     if (!s.isOK()) return s;
-    cursors_ = std::make_unique<CursorManager>(std::chrono::milliseconds(opts_.cursorTimeoutMillis));
+    cursors_ =
+        std::make_unique<CursorManager>(std::chrono::milliseconds(opts_.cursorTimeoutMillis));
     bson_oid_init(&processId_, nullptr);
     oplog_ = std::make_unique<Oplog>(*catalog_, clock_, opts_.oplogSizeMB * 1024 * 1024);
     s = oplog_->open();
@@ -69,7 +71,8 @@ Status Store::start() {
     reaperTimer_->expires_after(std::chrono::seconds(1));
     reaperTimer_->async_wait(Reaper{this});
 
-    int n = opts_.threads > 0 ? opts_.threads : static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    int n = opts_.threads > 0 ? opts_.threads
+                              : static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
     log::info("network", 23016, "Waiting for connections",
               fmt::format(R"({{"port":{},"ssl":"off"}})", listener_->port()));
@@ -108,9 +111,15 @@ void Store::waitForShutdown() {
     shutdownCv_.wait(lk, [this] { return shutdownRequested_; });
 }
 
-uint16_t Store::port() const { return listener_ ? listener_->port() : 0; }
-size_t Store::openConnections() const { return listener_ ? listener_->openConnections() : 0; }
-uint64_t Store::totalConnections() const { return listener_ ? listener_->totalConnections() : 0; }
+uint16_t Store::port() const {
+    return listener_ ? listener_->port() : 0;
+}
+size_t Store::openConnections() const {
+    return listener_ ? listener_->openConnections() : 0;
+}
+uint64_t Store::totalConnections() const {
+    return listener_ ? listener_->totalConnections() : 0;
+}
 
 std::string Store::hostAndPort() const {
     std::string host = opts_.bindIp;
@@ -131,12 +140,14 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     counters_.command++;
     const CommandSpec* spec = CommandRegistry::instance().find(name);
     if (!spec) {
-        appendError(reply, Status(ErrorCode::CommandNotFound, fmt::format("no such command: '{}'", name)));
+        appendError(reply,
+                    Status(ErrorCode::CommandNotFound, fmt::format("no such command: '{}'", name)));
         return;
     }
     if (spec->adminOnly && db != "admin") {
-        appendError(reply, Status(ErrorCode::Unauthorized,
-                                  fmt::format("{} may only be run against the admin database.", name)));
+        appendError(reply,
+                    Status(ErrorCode::Unauthorized,
+                           fmt::format("{} may only be run against the admin database.", name)));
         return;
     }
     OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
@@ -193,10 +204,28 @@ namespace {
 
 /// Commands that may run inside a multi-document transaction.
 bool allowedInTransaction(std::string_view name) {
-    static constexpr std::string_view kAllowed[] = {
-        "find", "getMore", "killCursors", "insert", "update", "delete", "findAndModify", "findandmodify",
-        "aggregate", "distinct", "commitTransaction", "abortTransaction", "create", "createIndexes",
-        "bulkWrite", "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "endSessions"};
+    static constexpr std::string_view kAllowed[] = {"find",
+                                                    "getMore",
+                                                    "killCursors",
+                                                    "insert",
+                                                    "update",
+                                                    "delete",
+                                                    "findAndModify",
+                                                    "findandmodify",
+                                                    "aggregate",
+                                                    "distinct",
+                                                    "commitTransaction",
+                                                    "abortTransaction",
+                                                    "create",
+                                                    "createIndexes",
+                                                    "bulkWrite",
+                                                    "hello",
+                                                    "isMaster",
+                                                    "ismaster",
+                                                    "ping",
+                                                    "buildInfo",
+                                                    "buildinfo",
+                                                    "endSessions"};
     for (auto a : kAllowed)
         if (a == name) return true;
     return false;
@@ -214,14 +243,19 @@ void Store::waitForReadConcern(const bson_t* cmd) {
     if (!bson::subDocument(cmd, "readConcern", &rc)) return;
     bson_iter_t it;
     if (bson::find(&rc, "level", &it)) {
-        if (!BSON_ITER_HOLDS_UTF8(&it)) uasserted(ErrorCode::TypeMismatch, "readConcern.level must be a string");
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            uasserted(ErrorCode::TypeMismatch, "readConcern.level must be a string");
         std::string_view level = bson_iter_utf8(&it, nullptr);
-        if (level != "local" && level != "majority" && level != "snapshot" && level != "available" && level != "linearizable")
-            uasserted(ErrorCode::FailedToParse, fmt::format("{} is not a valid read concern level", level));
+        if (level != "local" && level != "majority" && level != "snapshot" &&
+            level != "available" && level != "linearizable")
+            uasserted(ErrorCode::FailedToParse,
+                      fmt::format("{} is not a valid read concern level", level));
     }
     auto waitFor = [&](const char* field) -> std::optional<Timestamp> {
         if (!bson::find(&rc, field, &it)) return std::nullopt;
-        if (!BSON_ITER_HOLDS_TIMESTAMP(&it)) uasserted(ErrorCode::TypeMismatch, fmt::format("readConcern.{} must be a timestamp", field));
+        if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
+            uasserted(ErrorCode::TypeMismatch,
+                      fmt::format("readConcern.{} must be a timestamp", field));
         Timestamp t;
         bson_iter_timestamp(&it, &t.secs, &t.inc);
         return t;
@@ -229,7 +263,8 @@ void Store::waitForReadConcern(const bson_t* cmd) {
     if (auto at = waitFor("atClusterTime")) {
         // Reads here always see the newest data: a time in the past cannot be honoured.
         if (*at < oplog_->visibleUpTo())
-            uasserted(ErrorCode::SnapshotTooOld, "atClusterTime is older than the newest snapshot this store can read at");
+            uasserted(ErrorCode::SnapshotTooOld,
+                      "atClusterTime is older than the newest snapshot this store can read at");
     }
     std::optional<Timestamp> after = waitFor("afterClusterTime");
     if (!after) after = waitFor("atClusterTime");
@@ -240,7 +275,8 @@ void Store::waitForReadConcern(const bson_t* cmd) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (oplog_->visibleUpTo() < *after) {
         if (std::chrono::steady_clock::now() > deadline)
-            uasserted(ErrorCode::MaxTimeMSExpired, "timed out waiting for afterClusterTime to become visible");
+            uasserted(ErrorCode::MaxTimeMSExpired,
+                      "timed out waiting for afterClusterTime to become visible");
         std::this_thread::yield();
     }
 }
@@ -250,7 +286,8 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     bson_t lsidDoc;
     if (!bson::subDocument(op.cmd, "lsid", &lsidDoc)) {
         if (bson_has_field(op.cmd, "txnNumber"))
-            uasserted(ErrorCode::IllegalOperation, "Transaction numbers are only allowed on commands with a session id");
+            uasserted(ErrorCode::IllegalOperation,
+                      "Transaction numbers are only allowed on commands with a session id");
         spec.run(op, body);
         return;
     }
@@ -258,15 +295,18 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     bson_iter_t it;
     bool haveTxnNumber = bson::find(op.cmd, "txnNumber", &it);
     int64_t txnNumber = haveTxnNumber ? bson_iter_as_int64(&it) : -1;
-    bool autocommitFalse = bson::find(op.cmd, "autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
-    bool startTxn = bson::find(op.cmd, "startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
+    bool autocommitFalse =
+        bson::find(op.cmd, "autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
+    bool startTxn =
+        bson::find(op.cmd, "startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
     if (op.name == "endSessions") {
         spec.run(op, body);
         return;
     }
     if (!haveTxnNumber) {
         if (autocommitFalse || startTxn)
-            uasserted(ErrorCode::InvalidOptions, "txnNumber must be provided for multi-document transactions");
+            uasserted(ErrorCode::InvalidOptions,
+                      "txnNumber must be provided for multi-document transactions");
         spec.run(op, body);  // a plain session: nothing to track
         return;
     }
@@ -276,7 +316,8 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     cur.sessions = sessions_.get();
     cur.txnNumber = txnNumber;
     if (!autocommitFalse) {
-        if (startTxn) uasserted(ErrorCode::InvalidOptions, "startTransaction requires autocommit: false");
+        if (startTxn)
+            uasserted(ErrorCode::InvalidOptions, "startTransaction requires autocommit: false");
         // A retryable write (or a read carrying a txnNumber).
         sessions_->checkTxnNumber(*st, txnNumber);
         cur.retryable = st.get();
@@ -284,26 +325,33 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         return;
     }
     if (!isReplicaSet())
-        uasserted(ErrorCode::IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos");
+        uasserted(ErrorCode::IllegalOperation,
+                  "Transaction numbers are only allowed on a replica set member or mongos");
     if (!allowedInTransaction(op.name))
         uasserted(ErrorCode::OperationNotSupportedInTransaction,
                   fmt::format("Cannot run '{}' in a multi-document transaction.", op.name));
     if (startTxn) {
         sessions_->checkTxnNumber(*st, txnNumber);
         if (st->txnNumber == txnNumber && st->txn != SessionState::Txn::None)
-            uasserted(ErrorCode::ConflictingOperationInProgress,
-                      fmt::format("Transaction {} has already been started on this session.", txnNumber));
+            uasserted(
+                ErrorCode::ConflictingOperationInProgress,
+                fmt::format("Transaction {} has already been started on this session.", txnNumber));
         sessions_->begin(*st, txnNumber);
     } else if (st->txnNumber != txnNumber) {
         uasserted(ErrorCode::NoSuchTransaction,
-                  fmt::format("Given transaction number {} does not match any in-progress transactions. The active "
-                              "transaction number is {}", txnNumber, st->txnNumber));
+                  fmt::format("Given transaction number {} does not match any in-progress "
+                              "transactions. The active "
+                              "transaction number is {}",
+                              txnNumber, st->txnNumber));
     }
-    if (op.name == "commitTransaction" && st->txn == SessionState::Txn::Committed) return;  // retried commit
+    if (op.name == "commitTransaction" && st->txn == SessionState::Txn::Committed)
+        return;  // retried commit
     if (st->txn != SessionState::Txn::InProgress) {
-        uasserted(ErrorCode::NoSuchTransaction,
-                  st->txn == SessionState::Txn::Aborted ? fmt::format("Transaction with {{ txnNumber: {} }} has been aborted.", txnNumber)
-                                                        : fmt::format("Transaction {} is not in progress", txnNumber));
+        uasserted(
+            ErrorCode::NoSuchTransaction,
+            st->txn == SessionState::Txn::Aborted
+                ? fmt::format("Transaction with {{ txnNumber: {} }} has been aborted.", txnNumber)
+                : fmt::format("Transaction {} is not in progress", txnNumber));
     }
     cur.txn = st.get();
     try {
@@ -316,14 +364,16 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
 }
 
 void Store::appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction) {
-    if (s.code() == ErrorCode::ChangeStreamFatalError || s.code() == ErrorCode::ChangeStreamHistoryLost) {
+    if (s.code() == ErrorCode::ChangeStreamFatalError ||
+        s.code() == ErrorCode::ChangeStreamHistoryLost) {
         bson_t labels;
         BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
         BSON_APPEND_UTF8(&labels, "0", "NonResumableChangeStreamError");
         bson_append_array_end(reply, &labels);
         return;
     }
-    if (s.code() == ErrorCode::WriteConflict || (inTransaction && s.code() == ErrorCode::NoSuchTransaction)) {
+    if (s.code() == ErrorCode::WriteConflict ||
+        (inTransaction && s.code() == ErrorCode::NoSuchTransaction)) {
         bson_t labels;
         BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
         BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");

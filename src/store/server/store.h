@@ -2,12 +2,11 @@
 // The embedded store: one WiredTiger engine, its catalog and cursors, and the
 // network front end speaking the MongoDB wire protocol. start()/stop().
 #include <asio.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,7 +43,7 @@ struct Counters {
 };
 
 class Store {
-public:
+  public:
     explicit Store(StoreOptions opts);
     ~Store();
 
@@ -81,7 +80,7 @@ public:
     const bson_oid_t& processId() const { return processId_; }
     asio::io_context& io() { return io_; }
 
-private:
+  private:
     void gossipClusterTime(const bson_t* cmd);
     void waitForReadConcern(const bson_t* cmd);
     void appendClusterTime(bson_t* reply);

@@ -1,11 +1,10 @@
 #include "store/storage/catalog.h"
 
+#include <fmt/format.h>
 #include <openssl/rand.h>
 
 #include <chrono>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "bson/compare.h"
 #include "common/log.h"
@@ -54,7 +53,9 @@ const IndexEntry* CollectionEntry::findIndex(std::string_view n) const {
     return nullptr;
 }
 
-const IndexEntry* CollectionEntry::idIndex() const { return findIndex("_id_"); }
+const IndexEntry* CollectionEntry::idIndex() const {
+    return findIndex("_id_");
+}
 
 std::unique_ptr<Session> SessionPool::acquire() {
     {
@@ -86,7 +87,8 @@ std::string Catalog::newIdent(const char* kind) {
     return fmt::format("table:{}-{}-{}", kind, identCounter_++, now);
 }
 
-StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::string& ns, const bson_t* spec) {
+StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::string& ns,
+                                                                const bson_t* spec) {
     auto idx = std::make_shared<IndexEntry>();
     bson_iter_t it;
     bool haveKey = false, haveName = false;
@@ -110,7 +112,8 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::strin
             if (!BSON_ITER_HOLDS_UTF8(&it))
                 return Status(ErrorCode::TypeMismatch, "The field 'name' must be a string");
             idx->name = bson_iter_utf8(&it, nullptr);
-            if (idx->name.empty()) return Status(ErrorCode::CannotCreateIndex, "index name cannot be empty");
+            if (idx->name.empty())
+                return Status(ErrorCode::CannotCreateIndex, "index name cannot be empty");
             haveName = true;
         } else if (f == "unique") {
             idx->unique = bson::isTruthy(*bson_iter_value(&it));
@@ -118,7 +121,8 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::strin
             idx->sparse = bson::isTruthy(*bson_iter_value(&it));
         } else if (f == "partialFilterExpression") {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return Status(ErrorCode::TypeMismatch, "The field 'partialFilterExpression' must be an object");
+                return Status(ErrorCode::TypeMismatch,
+                              "The field 'partialFilterExpression' must be an object");
             uint32_t len;
             const uint8_t* data;
             bson_iter_document(&it, &len, &data);
@@ -151,8 +155,9 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::strin
     idx->keyPattern = bson::Doc::copyOf(&key);
     if (idx->name == "_id_") {
         if (idx->pattern.fields.size() != 1 || idx->pattern.fields[0].first != "_id")
-            return Status(ErrorCode::BadValue, "The index name '_id_' is reserved for the _id index, "
-                                               "which must have key pattern {_id: 1}");
+            return Status(ErrorCode::BadValue,
+                          "The index name '_id_' is reserved for the _id index, "
+                          "which must have key pattern {_id: 1}");
         idx->unique = true;
     }
     if (havePartial) {
@@ -312,7 +317,8 @@ Status Catalog::load() {
         }
         meta.close();
         for (const auto& o : orphans) {
-            log::info("storage", 22251, "Dropping unreferenced table", fmt::format(R"({{"uri":{}}})", log::quote(o)));
+            log::info("storage", 22251, "Dropping unreferenced table",
+                      fmt::format(R"({{"uri":{}}})", log::quote(o)));
             (void)engine_.dropTable(*s, o);
         }
     } catch (const DBException& ex) {
@@ -338,7 +344,8 @@ void Catalog::shutdown() {
         sz.close();
         txn.commit();
     } catch (const DBException& ex) {
-        log::warning("storage", 22252, "Could not persist collection sizes", fmt::format(R"({{"error":{}}})", log::quote(ex.what())));
+        log::warning("storage", 22252, "Could not persist collection sizes",
+                     fmt::format(R"({{"error":{}}})", log::quote(ex.what())));
     }
     sessions_.closeIdle();
 }
@@ -348,7 +355,8 @@ std::shared_ptr<const CollectionEntry> Catalog::lookup(std::string_view ns) cons
     return it == colls_.end() ? nullptr : it->second;
 }
 
-std::vector<std::shared_ptr<const CollectionEntry>> Catalog::listCollections(std::string_view db) const {
+std::vector<std::shared_ptr<const CollectionEntry>> Catalog::listCollections(
+    std::string_view db) const {
     std::vector<std::shared_ptr<const CollectionEntry>> out;
     for (const auto& [ns, e] : colls_)
         if (e->db == db) out.push_back(e);
@@ -364,7 +372,8 @@ std::vector<std::string> Catalog::listDatabases() const {
 StatusWith<std::shared_ptr<const CollectionEntry>> Catalog::createCollection(const std::string& ns,
                                                                              const bson_t* options,
                                                                              bool withIdIndex) {
-    if (colls_.count(ns)) return Status(ErrorCode::NamespaceExists, fmt::format("Collection {} already exists.", ns));
+    if (colls_.count(ns))
+        return Status(ErrorCode::NamespaceExists, fmt::format("Collection {} already exists.", ns));
     auto e = std::make_shared<CollectionEntry>();
     e->ns = ns;
     std::tie(e->db, e->name) = splitNs(ns);
@@ -410,7 +419,9 @@ void Catalog::dropTableEventually(const std::string& uri) {
     Status st = engine_.dropTable(*s, uri);
     if (!st.isOK()) {
         // Still referenced somewhere (e.g. a checkpoint); dropped as an orphan at next start-up.
-        log::info("storage", 22253, "Deferring table drop", fmt::format(R"({{"uri":{},"reason":{}}})", log::quote(uri), log::quote(st.reason())));
+        log::info(
+            "storage", 22253, "Deferring table drop",
+            fmt::format(R"({{"uri":{},"reason":{}}})", log::quote(uri), log::quote(st.reason())));
     }
 }
 
@@ -439,7 +450,8 @@ Status Catalog::dropCollection(const std::string& ns) {
 
 Status Catalog::renameCollection(const std::string& from, const std::string& to, bool dropTarget) {
     auto it = colls_.find(from);
-    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, "source namespace does not exist");
+    if (it == colls_.end())
+        return Status(ErrorCode::NamespaceNotFound, "source namespace does not exist");
     if (colls_.count(to)) {
         if (!dropTarget) return Status(ErrorCode::NamespaceExists, "target namespace exists");
         Status st = dropCollection(to);
@@ -489,8 +501,10 @@ Status Catalog::buildIndex(Session& s, const CollectionEntry& coll, const IndexE
             ++batch;
             ret = rc->next(rc.get());
         }
-        if (ret == WT_NOTFOUND) done = true;
-        else if (ret != 0) wtCheck(ret, "index build scan");
+        if (ret == WT_NOTFOUND)
+            done = true;
+        else if (ret != 0)
+            wtCheck(ret, "index build scan");
         rc.close();
         txn.commit(false);
     }
@@ -498,24 +512,29 @@ Status Catalog::buildIndex(Session& s, const CollectionEntry& coll, const IndexE
 }
 
 Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
-    auto coll = std::const_pointer_cast<CollectionEntry>(std::static_pointer_cast<const CollectionEntry>(getOrCreate(ns)));
+    auto coll = std::const_pointer_cast<CollectionEntry>(
+        std::static_pointer_cast<const CollectionEntry>(getOrCreate(ns)));
     auto isw = parseIndexSpec(ns, specDoc);
     if (!isw.isOK()) return isw.getStatus();
     auto idx = isw.getValue();
     for (const auto& existing : coll->indexes) {
         bool sameKey = bson::compareDocs(existing->keyPattern.get(), idx->keyPattern.get()) == 0;
         if (existing->name == idx->name) {
-            if (sameKey && existing->unique == idx->unique && existing->sparse == idx->sparse) return Status::OK();
-            return Status(ErrorCode::IndexKeySpecsConflict,
-                          fmt::format("An existing index has the same name as the requested index. "
-                                      "When index names are not specified, they are auto generated and can "
-                                      "cause conflicts. Please refer to our documentation. Requested index: {}, "
-                                      "existing index: {}",
-                                      idx->spec.toJson(), existing->spec.toJson()));
+            if (sameKey && existing->unique == idx->unique && existing->sparse == idx->sparse)
+                return Status::OK();
+            return Status(
+                ErrorCode::IndexKeySpecsConflict,
+                fmt::format(
+                    "An existing index has the same name as the requested index. "
+                    "When index names are not specified, they are auto generated and can "
+                    "cause conflicts. Please refer to our documentation. Requested index: {}, "
+                    "existing index: {}",
+                    idx->spec.toJson(), existing->spec.toJson()));
         }
         if (sameKey && !idx->partialFilter && !existing->partialFilter) {
-            return Status(ErrorCode::IndexOptionsConflict,
-                          fmt::format("Index already exists with a different name: {}", existing->name));
+            return Status(
+                ErrorCode::IndexOptionsConflict,
+                fmt::format("Index already exists with a different name: {}", existing->name));
         }
     }
     idx->uri = newIdent("index");
@@ -548,7 +567,8 @@ Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
 
 Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
     auto it = colls_.find(ns);
-    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
+    if (it == colls_.end())
+        return Status(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
     auto coll = it->second;
     auto next = cloneEntry(*coll);
     next->options = bson::Doc::copyOf(options);
@@ -567,17 +587,22 @@ Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
 
 Status Catalog::dropIndex(const std::string& ns, const std::string& name) {
     auto it = colls_.find(ns);
-    if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, fmt::format("ns not found {}", ns));
+    if (it == colls_.end())
+        return Status(ErrorCode::NamespaceNotFound, fmt::format("ns not found {}", ns));
     auto coll = it->second;
     const IndexEntry* target = coll->findIndex(name);
-    if (!target) return Status(ErrorCode::IndexNotFound, fmt::format("index not found with name [{}]", name));
+    if (!target)
+        return Status(ErrorCode::IndexNotFound,
+                      fmt::format("index not found with name [{}]", name));
     if (target->isIdIndex()) return Status(ErrorCode::InvalidOptions, "cannot drop _id index");
     auto next = cloneEntry(*coll);
     std::string uri;
     next->indexes.clear();
     for (const auto& idx : coll->indexes) {
-        if (idx->name == name) uri = idx->uri;
-        else next->indexes.push_back(idx);
+        if (idx->name == name)
+            uri = idx->uri;
+        else
+            next->indexes.push_back(idx);
     }
     PooledSession s(sessions_);
     try {

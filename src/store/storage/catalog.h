@@ -58,14 +58,14 @@ struct CollectionEntry {
 
 /// A pool of WiredTiger sessions; operations borrow one and give it back.
 class SessionPool {
-public:
+  public:
     explicit SessionPool(Engine& e) : engine_(e) {}
     std::unique_ptr<Session> acquire();
     void release(std::unique_ptr<Session> s);
     /// Closes every idle session (so a table can be dropped). Caller holds the DDL lock.
     void closeIdle();
 
-private:
+  private:
     Engine& engine_;
     std::mutex mu_;
     std::vector<std::unique_ptr<Session>> idle_;
@@ -73,7 +73,7 @@ private:
 
 /// RAII borrow of a pooled session.
 class PooledSession {
-public:
+  public:
     explicit PooledSession(SessionPool& p) : pool_(p), s_(p.acquire()) {}
     ~PooledSession() {
         if (s_->inTransaction()) s_->rollback();
@@ -82,13 +82,13 @@ public:
     Session& operator*() { return *s_; }
     Session* operator->() { return s_.get(); }
 
-private:
+  private:
     SessionPool& pool_;
     std::unique_ptr<Session> s_;
 };
 
 class Catalog {
-public:
+  public:
     explicit Catalog(Engine& e);
     ~Catalog();
 
@@ -127,7 +127,7 @@ public:
     static StatusWith<std::shared_ptr<IndexEntry>> parseIndexSpec(const std::string& ns,
                                                                   const bson_t* spec);
 
-private:
+  private:
     Status persist(Session& s, const CollectionEntry& e);
     std::string newIdent(const char* kind);
     Status buildIndex(Session& s, const CollectionEntry& coll, const IndexEntry& idx);

@@ -1,8 +1,8 @@
 #include "store/storage/engine.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "common/log.h"
 
@@ -49,10 +49,14 @@ void Session::rollback() {
 StatusWith<std::unique_ptr<Engine>> Engine::open(const StoreOptions& opts) {
     std::error_code ec;
     std::filesystem::create_directories(opts.dbPath, ec);
-    if (ec) return Status(ErrorCode::InternalError, fmt::format("cannot create dbpath {}: {}", opts.dbPath, ec.message()));
+    if (ec)
+        return Status(ErrorCode::InternalError,
+                      fmt::format("cannot create dbpath {}: {}", opts.dbPath, ec.message()));
     std::string compressor = opts.blockCompressor;
     if (compressor != "snappy" && compressor != "zlib" && compressor != "none")
-        return Status(ErrorCode::BadValue, fmt::format("unsupported block compressor '{}'; use snappy, zlib or none", compressor));
+        return Status(
+            ErrorCode::BadValue,
+            fmt::format("unsupported block compressor '{}'; use snappy, zlib or none", compressor));
     auto cacheMB = static_cast<int64_t>(opts.cacheSizeGB * 1024);
     if (cacheMB < 1) cacheMB = 1;
     std::string config = fmt::format(
@@ -83,7 +87,8 @@ std::unique_ptr<Session> Engine::newSession() {
 
 Status Engine::createTable(Session& s, const std::string& uri, const char* keyFormat,
                            const char* valueFormat) {
-    std::string cfg = fmt::format("key_format={},value_format={},{}", keyFormat, valueFormat, tableConfig_);
+    std::string cfg =
+        fmt::format("key_format={},value_format={},{}", keyFormat, valueFormat, tableConfig_);
     return wtStatus(s.get()->create(s.get(), uri.c_str(), cfg.c_str()), "create " + uri);
 }
 
@@ -109,7 +114,9 @@ int64_t Engine::connStat(int key) {
 void Engine::checkpoint() {
     auto s = newSession();
     int ret = s->get()->checkpoint(s->get(), nullptr);
-    if (ret != 0) log::warning("storage", 22430, "checkpoint failed", fmt::format(R"({{"error":{}}})", log::quote(wiredtiger_strerror(ret))));
+    if (ret != 0)
+        log::warning("storage", 22430, "checkpoint failed",
+                     fmt::format(R"({{"error":{}}})", log::quote(wiredtiger_strerror(ret))));
 }
 
 }  // namespace halo::store

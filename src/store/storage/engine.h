@@ -22,15 +22,18 @@ Status wtStatus(int ret, std::string_view context);
 /// Thrown inside a storage transaction when WiredTiger reports a conflict; the
 /// write path retries the whole operation, as mongod does.
 class WriteConflictException : public DBException {
-public:
-    WriteConflictException() : DBException(ErrorCode::WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.") {}
+  public:
+    WriteConflictException()
+        : DBException(ErrorCode::WriteConflict,
+                      "WriteConflict error: this operation conflicted with another operation. "
+                      "Please retry your operation or multi-document transaction.") {}
 };
 
 /// Throws WriteConflictException for WT_ROLLBACK, DBException otherwise.
 void wtCheck(int ret, std::string_view context);
 
 class Cursor {
-public:
+  public:
     Cursor() = default;
     explicit Cursor(WT_CURSOR* c) : c_(c) {}
     Cursor(Cursor&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
@@ -51,12 +54,12 @@ public:
         c_ = nullptr;
     }
 
-private:
+  private:
     WT_CURSOR* c_ = nullptr;
 };
 
 class Session {
-public:
+  public:
     explicit Session(WT_SESSION* s) : s_(s) {}
     ~Session();
     Session(const Session&) = delete;
@@ -71,26 +74,28 @@ public:
     void rollback();
     bool inTransaction() const { return inTxn_; }
 
-private:
+  private:
     WT_SESSION* s_;
     bool inTxn_ = false;
 };
 
 /// A storage transaction scope: begin on construction, rollback unless committed.
 class Txn {
-public:
-    explicit Txn(Session& s, const char* config = "isolation=snapshot") : s_(s) { s_.begin(config); }
+  public:
+    explicit Txn(Session& s, const char* config = "isolation=snapshot") : s_(s) {
+        s_.begin(config);
+    }
     ~Txn() {
         if (s_.inTransaction()) s_.rollback();
     }
     void commit(bool durable = true) { s_.commit(durable); }
 
-private:
+  private:
     Session& s_;
 };
 
 class Engine {
-public:
+  public:
     static StatusWith<std::unique_ptr<Engine>> open(const StoreOptions& opts);
     ~Engine();
     std::unique_ptr<Session> newSession();
@@ -105,7 +110,7 @@ public:
     int64_t connStat(int key);
     void checkpoint();
 
-private:
+  private:
     explicit Engine(WT_CONNECTION* c, std::string tableConfig)
         : conn_(c), tableConfig_(std::move(tableConfig)) {}
     WT_CONNECTION* conn_;

@@ -1,8 +1,8 @@
 #include "store/storage/record_store.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "store/query/matcher.h"
 #include "store/storage/key_string.h"
@@ -52,13 +52,15 @@ void throwDuplicateKey(const CollectionEntry& c, const IndexEntry& idx, const bs
     auto info = std::make_shared<bson::Doc>();
     BSON_APPEND_DOCUMENT(info->mut(), "keyPattern", idx.keyPattern.get());
     BSON_APPEND_DOCUMENT(info->mut(), "keyValue", keyValue.get());
-    throw DuplicateKeyError(Status(ErrorCode::DuplicateKey,
-                                   fmt::format("E11000 duplicate key error collection: {} index: {} dup key: {{ {} }}",
-                                               c.ns, idx.name, shown)),
-                            std::move(info));
+    throw DuplicateKeyError(
+        Status(ErrorCode::DuplicateKey,
+               fmt::format("E11000 duplicate key error collection: {} index: {} dup key: {{ {} }}",
+                           c.ns, idx.name, shown)),
+        std::move(info));
 }
 
-void insertIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx, const bson_t* doc, int64_t rid) {
+void insertIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx, const bson_t* doc,
+                     int64_t rid) {
     bool multikey = false;
     auto keys = indexKeys(idx, doc, &multikey);
     if (keys.empty()) return;
@@ -78,7 +80,9 @@ void insertIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx
                 if (cur->search(cur.get()) == 0) {
                     WT_ITEM existing;
                     cur->get_value(cur.get(), &existing);
-                    if (existing.size == rb.size() && std::memcmp(existing.data, rb.data(), rb.size()) == 0) continue;
+                    if (existing.size == rb.size() &&
+                        std::memcmp(existing.data, rb.data(), rb.size()) == 0)
+                        continue;
                 }
                 throwDuplicateKey(c, idx, doc);
             }
@@ -97,7 +101,8 @@ void insertIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx
     }
 }
 
-void removeIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx, const bson_t* doc, int64_t rid) {
+void removeIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx, const bson_t* doc,
+                     int64_t rid) {
     bool multikey = false;
     auto keys = indexKeys(idx, doc, &multikey);
     if (keys.empty()) return;
@@ -135,7 +140,8 @@ int64_t insert(Session& s, const CollectionEntry& c, const bson_t* doc) {
     return rid;
 }
 
-void update(Session& s, const CollectionEntry& c, int64_t rid, const bson_t* oldDoc, const bson_t* newDoc) {
+void update(Session& s, const CollectionEntry& c, int64_t rid, const bson_t* oldDoc,
+            const bson_t* newDoc) {
     {
         Cursor cur = s.open(c.uri);
         WT_ITEM val = item(bson_get_data(newDoc), newDoc->len);
@@ -154,8 +160,10 @@ void update(Session& s, const CollectionEntry& c, int64_t rid, const bson_t* old
         if (oldKeys == newKeys) continue;
         if (mk2 && !idx.multikey.load()) idx.multikey = true;
         std::vector<std::string> removed, added;
-        std::set_difference(oldKeys.begin(), oldKeys.end(), newKeys.begin(), newKeys.end(), std::back_inserter(removed));
-        std::set_difference(newKeys.begin(), newKeys.end(), oldKeys.begin(), oldKeys.end(), std::back_inserter(added));
+        std::set_difference(oldKeys.begin(), oldKeys.end(), newKeys.begin(), newKeys.end(),
+                            std::back_inserter(removed));
+        std::set_difference(newKeys.begin(), newKeys.end(), oldKeys.begin(), oldKeys.end(),
+                            std::back_inserter(added));
         Cursor cur = s.open(idx.uri, "overwrite=false");
         for (const auto& k : removed) {
             std::string full = idx.unique ? k : k + rb;
@@ -211,7 +219,8 @@ std::optional<int64_t> findById(Session& s, const CollectionEntry& c, const bson
     wtCheck(ret, "_id lookup");
     WT_ITEM v;
     cur->get_value(cur.get(), &v);
-    return keystring::readRecordIdSuffix(std::string_view(static_cast<const char*>(v.data), v.size));
+    return keystring::readRecordIdSuffix(
+        std::string_view(static_cast<const char*>(v.data), v.size));
 }
 
 }  // namespace halo::store::rs

@@ -1,8 +1,8 @@
 #include "store/txn/session_catalog.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "store/repl/oplog.h"
 
@@ -165,7 +165,8 @@ void SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
         if (ret == 0) {
             WT_ITEM got;
             c->get_key(c.get(), &got);
-            if (got.size == prefix.size() + 12 && std::memcmp(got.data, prefix.data(), prefix.size()) == 0) {
+            if (got.size == prefix.size() + 12 &&
+                std::memcmp(got.data, prefix.data(), prefix.size()) == 0) {
                 uint64_t raw = getBE64(static_cast<const uint8_t*>(got.data) + prefix.size());
                 st.txnNumber = static_cast<int64_t>(raw ^ (1ull << 63));
             }
@@ -173,7 +174,8 @@ void SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
     }
     if (txnNumber < st.txnNumber)
         uasserted(ErrorCode::TransactionTooOld,
-                  fmt::format("Cannot start transaction {} on session because a newer transaction {} has already started.",
+                  fmt::format("Cannot start transaction {} on session because a newer transaction "
+                              "{} has already started.",
                               txnNumber, st.txnNumber));
     if (txnNumber > st.txnNumber) {
         if (st.txn == SessionState::Txn::InProgress) abort(st);
@@ -182,8 +184,8 @@ void SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
     }
 }
 
-std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const SessionState& st, int64_t txnNumber,
-                                                       int32_t stmtId) {
+std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const SessionState& st,
+                                                       int64_t txnNumber, int32_t stmtId) {
     Cursor c = s.open(kRetryableUri);
     std::string key = rowKey(st.key, txnNumber, stmtId);
     WT_ITEM k = item(key);
@@ -196,8 +198,8 @@ std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const Session
     return bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size);
 }
 
-void SessionCatalog::recordStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId,
-                                     const bson_t* outcome) {
+void SessionCatalog::recordStatement(Session& s, const SessionState& st, int64_t txnNumber,
+                                     int32_t stmtId, const bson_t* outcome) {
     Cursor c = s.open(kRetryableUri);
     // Records of older transactions on this session can no longer be retried.
     std::string prefix = rowPrefix(st.key);
@@ -211,7 +213,9 @@ void SessionCatalog::recordStatement(Session& s, const SessionState& st, int64_t
         WT_ITEM got;
         c->get_key(c.get(), &got);
         std::string_view gk(static_cast<const char*>(got.data), got.size);
-        if (gk.substr(0, prefix.size()) != prefix || gk >= std::string_view(current).substr(0, prefix.size() + 8)) break;
+        if (gk.substr(0, prefix.size()) != prefix ||
+            gk >= std::string_view(current).substr(0, prefix.size() + 8))
+            break;
         wtCheck(c->remove(c.get()), "retryable cleanup");
         ret = c->next(c.get());
     }
@@ -247,7 +251,8 @@ void SessionCatalog::reap(std::chrono::seconds txnLifetime, std::chrono::minutes
     for (auto& st : all) {
         std::unique_lock sl(st->mu, std::try_to_lock);
         if (!sl.owns_lock()) continue;
-        if (st->txn == SessionState::Txn::InProgress && now - st->txnStart > txnLifetime) abort(*st);
+        if (st->txn == SessionState::Txn::InProgress && now - st->txnStart > txnLifetime)
+            abort(*st);
     }
 }
 

@@ -32,8 +32,8 @@ namespace halo::store {
 
 struct SessionState {
     std::mutex mu;
-    std::string key;   // lsid.id bytes
-    bson::Doc lsid;    // as the client sent it
+    std::string key;  // lsid.id bytes
+    bson::Doc lsid;   // as the client sent it
     int64_t txnNumber = -1;
     enum class Txn { None, InProgress, Committed, Aborted } txn = Txn::None;
     std::unique_ptr<Session> wtSession;  // the open transaction's snapshot
@@ -45,12 +45,12 @@ struct SessionState {
 /// What a command runs under: nothing, a retryable write, or a transaction.
 struct OperationSession {
     std::shared_ptr<SessionState> state;  // null without lsid
-    int64_t txnNumber = -1;                // -1: none
+    int64_t txnNumber = -1;               // -1: none
     bool inTransaction = false;
 };
 
 class SessionCatalog {
-public:
+  public:
     SessionCatalog(Engine& engine, Catalog& catalog, Oplog& oplog);
     Status open();
 
@@ -65,8 +65,10 @@ public:
 
     // Retryable writes. Callers run inside a storage transaction on `s`.
     /// The recorded outcome of (lsid, txnNumber, stmtId), if it executed.
-    std::optional<bson::Doc> findStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId);
-    void recordStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId, const bson_t* outcome);
+    std::optional<bson::Doc> findStatement(Session& s, const SessionState& st, int64_t txnNumber,
+                                           int32_t stmtId);
+    void recordStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId,
+                         const bson_t* outcome);
     /// Validates and registers txnNumber for a retryable write: TransactionTooOld (225) when older.
     void checkTxnNumber(SessionState& st, int64_t txnNumber);
 
@@ -74,7 +76,7 @@ public:
     void reap(std::chrono::seconds txnLifetime, std::chrono::minutes idle);
     size_t activeSessions() const;
 
-private:
+  private:
     Engine& engine_;
     Catalog& catalog_;
     Oplog& oplog_;
@@ -85,8 +87,8 @@ private:
 /// The transaction or retryable write the current thread's command runs in;
 /// set by the dispatcher for the duration of one command.
 struct CurrentOperation {
-    SessionState* txn = nullptr;          // in a multi-document transaction
-    SessionState* retryable = nullptr;    // a retryable write (not in a transaction)
+    SessionState* txn = nullptr;        // in a multi-document transaction
+    SessionState* retryable = nullptr;  // a retryable write (not in a transaction)
     int64_t txnNumber = -1;
     SessionCatalog* sessions = nullptr;
 };

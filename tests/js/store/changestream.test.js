@@ -215,3 +215,32 @@ test('readConcern afterClusterTime waits for (and sees) the given cluster time',
   assert.equal(future.ok, 1, 'a cluster time ahead of ours moves the clock instead of hanging');
   await expectServerError(db.command({ find: coll.collectionName, readConcern: { level: 'bogus' } }), 9);
 });
+
+test('resuming from a point the capped oplog no longer holds fails with ChangeStreamHistoryLost', async () => {
+  const small = await startStore({ replSet: 'rs0', extraArgs: ['--oplogSize', '1'] });
+  const c = new MongoClient(small.uri({ replicaSet: 'rs0', directConnection: 'false' }));
+  await c.connect();
+  try {
+    const coll = c.db('cs').collection('capped');
+    const stream = coll.watch();
+    await stream.tryNext();
+    await coll.insertOne({ _id: 'first' });
+    const first = await stream.next();
+    await stream.close();
+    // About 3 MB of writes push the first entry out of a 1 MB oplog (truncated as writes commit).
+    const pad = 'x'.repeat(10_000);
+    for (let i = 0; i < 30; i++) {
+      await coll.insertMany(Array.from({ length: 10 }, (_, k) => ({ _id: `${i}-${k}`, pad })));
+    }
+    const oldest = await c.db('local').collection('oplog.rs').find().sort({ $natural: 1 }).limit(1).next();
+    assert.ok(oldest.ts.comp(first.clusterTime) > 0, 'the first entry was truncated');
+    const resumed = coll.watch([], { resumeAfter: first._id });
+    const err = await resumed.next().then(() => null, (e) => e);
+    assert.ok(err, 'resuming must fail');
+    assert.equal(err.code, 286);
+    await resumed.close().catch(() => {});
+  } finally {
+    await c.close();
+    await small.cleanup();
+  }
+});

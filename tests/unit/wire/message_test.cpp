@@ -33,7 +33,9 @@ TEST(WireTest, DocumentSequencesMergeIntoBody) {
     EXPECT_EQ(msg.getValue().sequences[0].identifier, "documents");
     EXPECT_EQ(msg.getValue().sequences[0].documents.size(), 2u);
     bson::Doc merged = mergeSequences(msg.getValue());
-    EXPECT_EQ(merged.toJson(), R"({ "insert" : "c", "$db" : "test", "documents" : [ { "_id" : 1 }, { "_id" : 2 } ] })");
+    EXPECT_EQ(
+        merged.toJson(),
+        R"({ "insert" : "c", "$db" : "test", "documents" : [ { "_id" : 1 }, { "_id" : 2 } ] })");
 }
 
 TEST(WireTest, ChecksumIsVerified) {
@@ -103,7 +105,8 @@ TEST(WireTest, OpQueryRoundTrip) {
 class CompressionTest : public ::testing::TestWithParam<Compressor> {};
 
 TEST_P(CompressionTest, RoundTrip) {
-    auto body = bson::Doc::fromJsonOrDie(R"({"insert": "c", "documents": [{"a": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}], "$db": "t"})");
+    auto body = bson::Doc::fromJsonOrDie(
+        R"({"insert": "c", "documents": [{"a": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}], "$db": "t"})");
     auto frame = buildOpMsg(9, 0, body.get());
     auto packed = compress(frame, GetParam());
     ASSERT_TRUE(packed.isOK());
@@ -116,7 +119,8 @@ TEST_P(CompressionTest, RoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CompressionTest,
-                         ::testing::Values(Compressor::Noop, Compressor::Snappy, Compressor::Zlib, Compressor::Zstd));
+                         ::testing::Values(Compressor::Noop, Compressor::Snappy, Compressor::Zlib,
+                                           Compressor::Zstd));
 
 TEST(WireTest, CompressedSizeClaimIsBounded) {
     std::vector<uint8_t> payload(9, 0);
