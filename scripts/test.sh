@@ -14,3 +14,16 @@ export HALOCLINE_BIN="$PWD/build/$PRESET/src/cli/halocline"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --preset "$PRESET" -j "$(nproc)"
+
+# The concurrent paths again under ThreadSanitizer: the store built with TSan
+# serves many clients writing, tailing change streams and running transactions.
+# Any race in Halocline code aborts the server and fails these tests.
+# (tests/tsan.supp only silences the uninstrumented WiredTiger library.)
+if [ "${HALO_SKIP_TSAN:-0}" != "1" ]; then
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan --target halocline -j "$(nproc)"
+  (cd tests/js && HALOCLINE_BIN="$OLDPWD/build/tsan/src/cli/halocline" \
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$OLDPWD/tests/tsan.supp" \
+    node --test --test-timeout=900000 store/concurrency.test.js store/transactions.test.js \
+      store/changestream.test.js store/durability.test.js)
+fi

@@ -277,6 +277,13 @@ Status Catalog::load() {
                 rc->get_key(rc.get(), &rid);
                 e->nextRecordId = rid + 1;
             }
+            if (!clean) {
+                // Multikey flags are persisted at clean shutdown (and with DDL); after a
+                // crash an index may have become multikey unrecorded. Assume it did:
+                // the planner then never relies on single-valued keys it cannot prove.
+                for (auto& idx : e->indexes)
+                    if (!idx->isIdIndex()) idx->multikey = true;
+            }
             if (clean) {
                 sz->set_key(sz.get(), ns.c_str());
                 if (sz->search(sz.get()) == 0) {
@@ -338,6 +345,13 @@ void Catalog::shutdown() {
             sz->set_value(sz.get(), e->numRecords.load(), e->dataSize.load());
             wtCheck(sz->insert(sz.get()), "sizes");
         }
+        sz.close();
+        // Multikey flags learnt since the last DDL.
+        for (auto& [ns, e] : colls_) {
+            Status st = persist(*s, *e);
+            if (!st.isOK()) throw DBException(st);
+        }
+        sz = s->open(kSizesUri);
         sz->set_key(sz.get(), kCleanKey);
         sz->set_value(sz.get(), int64_t{1}, int64_t{0});
         wtCheck(sz->insert(sz.get()), "sizes");
