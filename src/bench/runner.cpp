@@ -1,0 +1,333 @@
+#include "bench/runner.h"
+
+#include <fmt/format.h>
+#include <mongoc/mongoc.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace halo::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t wallMillis() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+struct Pool {
+    mongoc_client_pool_t* pool = nullptr;
+    explicit Pool(const RunOptions& o, int size, bson_error_t* err) {
+        mongoc_uri_t* u = mongoc_uri_new_with_error(o.uri.c_str(), err);
+        if (!u) return;
+        mongoc_uri_set_option_as_int32(u, MONGOC_URI_MAXPOOLSIZE, size);
+        pool = mongoc_client_pool_new(u);
+        mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+        mongoc_uri_destroy(u);
+    }
+    ~Pool() {
+        if (pool) mongoc_client_pool_destroy(pool);
+    }
+};
+
+void appendRecord(bson_t* doc, int64_t record, const WorkloadSpec& spec, int64_t now,
+                  std::mt19937_64& rng) {
+    std::string key = keyFor(record);
+    BSON_APPEND_UTF8(doc, "_id", key.c_str());
+    BSON_APPEND_DATE_TIME(doc, "date", dateFor(record, spec.recordCount, now, spec.dateSpanMillis));
+    std::string value(static_cast<size_t>(spec.fieldLength), 'a');
+    for (int f = 0; f < spec.fieldCount; ++f) {
+        for (auto& c : value) c = static_cast<char>('a' + rng() % 26);
+        std::string name = fmt::format("field{}", f);
+        bson_append_utf8(doc, name.c_str(), -1, value.c_str(), static_cast<int>(value.size()));
+    }
+}
+
+double percentile(const std::vector<uint32_t>& sorted, double p) {
+    if (sorted.empty()) return 0;
+    auto i = static_cast<size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1));
+    return sorted[i];
+}
+
+}  // namespace
+
+Status load(const WorkloadSpec& spec, const RunOptions& opts, bool progress) {
+    mongoc_init();
+    bson_error_t err;
+    Pool pool(opts, opts.threads + 1, &err);
+    if (!pool.pool) return Status(ErrorCode::BadValue, fmt::format("bad uri: {}", err.message));
+    mongoc_client_t* c = mongoc_client_pool_pop(pool.pool);
+    mongoc_collection_t* coll =
+        mongoc_client_get_collection(c, opts.db.c_str(), opts.collection.c_str());
+    int64_t existing =
+        mongoc_collection_estimated_document_count(coll, nullptr, nullptr, nullptr, &err);
+    if (existing < 0) existing = 0;
+    // Index the tiering age field.
+    bson_t* cmd =
+        BCON_NEW("createIndexes", BCON_UTF8(opts.collection.c_str()), "indexes", "[", "{", "key",
+                 "{", "date", BCON_INT32(1), "}", "name", BCON_UTF8("date_1"), "}", "]");
+    bool indexed = mongoc_collection_write_command_with_opts(coll, cmd, nullptr, nullptr, &err);
+    bson_destroy(cmd);
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(pool.pool, c);
+    if (!indexed)
+        return Status(ErrorCode::OperationFailed, fmt::format("createIndexes: {}", err.message));
+
+    std::atomic<int64_t> next{existing};
+    std::atomic<int64_t> done{existing};
+    std::mutex errMu;
+    std::string firstError;
+    const int64_t now = wallMillis();
+    int workers = std::max(1, std::min(opts.threads, 8));
+    std::vector<std::thread> ts;
+    for (int t = 0; t < workers; ++t) {
+        ts.emplace_back([&, t] {
+            mongoc_client_t* cl = mongoc_client_pool_pop(pool.pool);
+            mongoc_collection_t* co =
+                mongoc_client_get_collection(cl, opts.db.c_str(), opts.collection.c_str());
+            std::mt19937_64 rng(opts.seed + static_cast<uint64_t>(t));
+            while (true) {
+                int64_t start = next.fetch_add(1000);
+                if (start >= spec.recordCount) break;
+                int64_t end = std::min(spec.recordCount, start + 1000);
+                std::vector<bson_t*> docs;
+                for (int64_t r = start; r < end; ++r) {
+                    bson_t* d = bson_new();
+                    appendRecord(d, r, spec, now, rng);
+                    docs.push_back(d);
+                }
+                bson_t* o = BCON_NEW("ordered", BCON_BOOL(false));
+                bson_error_t e;
+                bson_t reply;
+                bool ok = mongoc_collection_insert_many(co, const_cast<const bson_t**>(docs.data()),
+                                                        docs.size(), o, &reply, &e);
+                // A resumed load may re-insert a batch that partly exists: duplicates are fine.
+                if (!ok && e.code != 11000) {
+                    std::lock_guard lk(errMu);
+                    if (firstError.empty()) firstError = e.message;
+                }
+                bson_destroy(&reply);
+                bson_destroy(o);
+                for (auto* d : docs) bson_destroy(d);
+                int64_t total = done.fetch_add(end - start) + (end - start);
+                if (progress && t == 0)
+                    fmt::print(
+                        stderr, "\rloading {:>12}/{} ({:.0f}%)", total, spec.recordCount,
+                        100.0 * static_cast<double>(total) / static_cast<double>(spec.recordCount));
+            }
+            mongoc_collection_destroy(co);
+            mongoc_client_pool_push(pool.pool, cl);
+        });
+    }
+    for (auto& t : ts) t.join();
+    if (progress) fmt::print(stderr, "\n");
+    if (!firstError.empty())
+        return Status(ErrorCode::OperationFailed, "load failed: " + firstError);
+    return Status::OK();
+}
+
+StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
+    mongoc_init();
+    bson_error_t err;
+    Pool pool(opts, opts.threads + 1, &err);
+    if (!pool.pool) return Status(ErrorCode::BadValue, fmt::format("bad uri: {}", err.message));
+    constexpr int kOps = 5;
+    struct ThreadStats {
+        std::vector<uint32_t> lat[kOps];
+        int64_t failed[kOps] = {};
+    };
+    std::vector<ThreadStats> stats(static_cast<size_t>(opts.threads));
+    std::atomic<int64_t> remaining{spec.operationCount};
+    std::atomic<int64_t> inserted{spec.recordCount};
+    std::vector<std::atomic<int64_t>> perSecond(3600 * 4);
+    std::mutex errMu;
+    std::string firstError;
+    const auto start = Clock::now();
+    const auto deadline = opts.seconds > 0
+                              ? start + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(opts.seconds))
+                              : Clock::time_point::max();
+    const int64_t now = wallMillis();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < opts.threads; ++t) {
+        ts.emplace_back([&, t] {
+            ThreadStats& my = stats[static_cast<size_t>(t)];
+            mongoc_client_t* cl = mongoc_client_pool_pop(pool.pool);
+            mongoc_collection_t* co =
+                mongoc_client_get_collection(cl, opts.db.c_str(), opts.collection.c_str());
+            KeyChooser keys(spec, opts.seed * 7919 + static_cast<uint64_t>(t));
+            OpChooser opsChooser(spec, opts.seed * 104729 + static_cast<uint64_t>(t));
+            std::mt19937_64 rng(opts.seed + 31 * static_cast<uint64_t>(t));
+            double perThreadRate =
+                opts.targetOpsPerSec > 0 ? opts.targetOpsPerSec / opts.threads : 0;
+            auto intended = Clock::now();
+            std::string value(static_cast<size_t>(spec.fieldLength), 'b');
+            while (Clock::now() < deadline) {
+                if (opts.seconds <= 0 && remaining.fetch_sub(1) <= 0) break;
+                if (perThreadRate > 0) {
+                    intended += std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(1.0 / perThreadRate));
+                    std::this_thread::sleep_until(intended);  // pacing, not synchronisation
+                }
+                auto t0 = perThreadRate > 0 ? intended : Clock::now();
+                Op op = opsChooser.next();
+                bson_error_t e;
+                bool ok = true;
+                auto readOne = [&](int64_t record) {
+                    std::string key = keyFor(record);
+                    bson_t* filter = BCON_NEW("_id", BCON_UTF8(key.c_str()));
+                    bson_t* fo = BCON_NEW("limit", BCON_INT64(1));
+                    mongoc_cursor_t* cur =
+                        mongoc_collection_find_with_opts(co, filter, fo, nullptr);
+                    const bson_t* d;
+                    while (mongoc_cursor_next(cur, &d)) {
+                    }
+                    bool good = !mongoc_cursor_error(cur, &e);
+                    mongoc_cursor_destroy(cur);
+                    bson_destroy(fo);
+                    bson_destroy(filter);
+                    return good;
+                };
+                auto updateOne = [&](int64_t record) {
+                    std::string key = keyFor(record);
+                    for (auto& c : value) c = static_cast<char>('a' + rng() % 26);
+                    std::string field = fmt::format(
+                        "field{}", rng() % static_cast<uint64_t>(std::max(1, spec.fieldCount)));
+                    bson_t* filter = BCON_NEW("_id", BCON_UTF8(key.c_str()));
+                    bson_t* upd =
+                        BCON_NEW("$set", "{", field.c_str(), BCON_UTF8(value.c_str()), "}");
+                    bool good = mongoc_collection_update_one(co, filter, upd, nullptr, nullptr, &e);
+                    bson_destroy(upd);
+                    bson_destroy(filter);
+                    return good;
+                };
+                switch (op) {
+                    case Op::Read:
+                        ok = readOne(keys.next(inserted.load()));
+                        break;
+                    case Op::Update:
+                        ok = updateOne(keys.next(inserted.load()));
+                        break;
+                    case Op::ReadModifyWrite: {
+                        int64_t r = keys.next(inserted.load());
+                        ok = readOne(r) && updateOne(r);
+                        break;
+                    }
+                    case Op::Insert: {
+                        int64_t r = inserted.fetch_add(1);
+                        bson_t* d = bson_new();
+                        appendRecord(d, r, spec, now, rng);
+                        ok = mongoc_collection_insert_one(co, d, nullptr, nullptr, &e);
+                        bson_destroy(d);
+                        break;
+                    }
+                    case Op::Scan: {
+                        std::string key = keyFor(keys.next(inserted.load()));
+                        bson_t* filter = BCON_NEW("_id", "{", "$gte", BCON_UTF8(key.c_str()), "}");
+                        int64_t len =
+                            1 + static_cast<int64_t>(
+                                    rng() % static_cast<uint64_t>(std::max(1, spec.maxScanLength)));
+                        bson_t* fo = BCON_NEW("limit", BCON_INT64(len), "sort", "{", "_id",
+                                              BCON_INT32(1), "}");
+                        mongoc_cursor_t* cur =
+                            mongoc_collection_find_with_opts(co, filter, fo, nullptr);
+                        const bson_t* d;
+                        while (mongoc_cursor_next(cur, &d)) {
+                        }
+                        ok = !mongoc_cursor_error(cur, &e);
+                        mongoc_cursor_destroy(cur);
+                        bson_destroy(fo);
+                        bson_destroy(filter);
+                        break;
+                    }
+                }
+                auto t1 = Clock::now();
+                int idx = static_cast<int>(op);
+                if (ok) {
+                    my.lat[idx].push_back(static_cast<uint32_t>(std::min<int64_t>(
+                        UINT32_MAX,
+                        std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count())));
+                } else {
+                    my.failed[idx]++;
+                    std::lock_guard lk(errMu);
+                    if (firstError.empty()) firstError = e.message;
+                }
+                auto sec = std::chrono::duration_cast<std::chrono::seconds>(t1 - start).count();
+                if (sec >= 0 && static_cast<size_t>(sec) < perSecond.size())
+                    perSecond[static_cast<size_t>(sec)]++;
+            }
+            mongoc_collection_destroy(co);
+            mongoc_client_pool_push(pool.pool, cl);
+        });
+    }
+    for (auto& t : ts) t.join();
+    RunReport r;
+    r.elapsedSec = std::chrono::duration<double>(Clock::now() - start).count();
+    r.firstError = firstError;
+    int64_t total = 0;
+    for (int o = 0; o < kOps; ++o) {
+        std::vector<uint32_t> all;
+        int64_t failed = 0;
+        for (auto& s : stats) {
+            all.insert(all.end(), s.lat[o].begin(), s.lat[o].end());
+            failed += s.failed[o];
+        }
+        if (all.empty() && failed == 0) continue;
+        std::sort(all.begin(), all.end());
+        OpReport rep;
+        rep.ok = static_cast<int64_t>(all.size());
+        rep.failed = failed;
+        rep.p50us = percentile(all, 50);
+        rep.p95us = percentile(all, 95);
+        rep.p99us = percentile(all, 99);
+        rep.p999us = percentile(all, 99.9);
+        rep.maxus = all.empty() ? 0 : all.back();
+        double sum = 0;
+        for (auto v : all) sum += v;
+        rep.meanus = all.empty() ? 0 : sum / static_cast<double>(all.size());
+        total += rep.ok;
+        r.failed += failed;
+        r.ops[opName(static_cast<Op>(o))] = rep;
+    }
+    r.opsPerSec = r.elapsedSec > 0 ? static_cast<double>(total) / r.elapsedSec : 0;
+    auto secs = static_cast<size_t>(std::ceil(r.elapsedSec));
+    for (size_t i = 0; i < secs && i < perSecond.size(); ++i)
+        r.perSecond.push_back(perSecond[i].load());
+    return r;
+}
+
+std::string toJson(const RunReport& r, const WorkloadSpec& spec, const RunOptions& opts) {
+    std::string ops;
+    for (const auto& [name, o] : r.ops) {
+        if (!ops.empty()) ops += ",";
+        ops += fmt::format(
+            R"("{}":{{"ok":{},"failed":{},"p50_us":{},"p95_us":{},"p99_us":{},"p999_us":{},"max_us":{},"mean_us":{:.1f}}})",
+            name, o.ok, o.failed, o.p50us, o.p95us, o.p99us, o.p999us, o.maxus, o.meanus);
+    }
+    std::string timeline;
+    for (size_t i = 0; i < r.perSecond.size(); ++i)
+        timeline += (i ? "," : "") + std::to_string(r.perSecond[i]);
+    return fmt::format(
+        R"({{"threads":{},"target_ops_per_sec":{},"recordcount":{},"requestdistribution":"{}","elapsed_sec":{:.3f},"ops_per_sec":{:.1f},"failed":{},"operations":{{{}}},"per_second":[{}]}})",
+        opts.threads, opts.targetOpsPerSec, spec.recordCount, spec.requestDistribution,
+        r.elapsedSec, r.opsPerSec, r.failed, ops, timeline);
+}
+
+std::string toTable(const RunReport& r) {
+    std::string out = fmt::format("{:<18} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n", "operation",
+                                  "ok", "failed", "p50 us", "p95 us", "p99 us", "p99.9 us");
+    for (const auto& [name, o] : r.ops)
+        out += fmt::format("{:<18} {:>10} {:>8} {:>10.0f} {:>10.0f} {:>10.0f} {:>10.0f}\n", name,
+                           o.ok, o.failed, o.p50us, o.p95us, o.p99us, o.p999us);
+    out += fmt::format("throughput {:.0f} ops/s over {:.1f} s, {} failed\n", r.opsPerSec,
+                       r.elapsedSec, r.failed);
+    if (!r.firstError.empty()) out += "first error: " + r.firstError + "\n";
+    return out;
+}
+
+}  // namespace halo::bench
