@@ -39,6 +39,8 @@ long double decimalToLongDouble(const bson_decimal128_t& d) {
     return std::strtold(buf, nullptr);
 }
 
+}  // namespace
+
 long double toLongDouble(const bson_value_t& v) {
     switch (v.value_type) {
         case BSON_TYPE_INT32:
@@ -53,6 +55,8 @@ long double toLongDouble(const bson_value_t& v) {
             return 0;
     }
 }
+
+namespace {
 
 int compareNumbers(const bson_value_t& a, const bson_value_t& b) {
     auto ta = a.value_type, tb = b.value_type;

@@ -10,6 +10,11 @@ namespace halo::bson {
 /// All numeric types share one rank, as do string and symbol.
 int canonicalRank(bson_type_t t);
 
+/// A numeric value (int32/int64/double/decimal128) as long double, the one
+/// conversion every numeric comparison and the index key encoding use (decimal128
+/// goes through its string form; other types give 0).
+long double toLongDouble(const bson_value_t& v);
+
 /// Three-way comparison (<0, 0, >0) of two values in MongoDB order. Numbers
 /// compare by value across int32/int64/double/decimal128; NaN is below all other
 /// numbers and equal to itself. Strings compare bytewise (no collation).

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bson/compare.h"
+
 namespace halo::bson {
 
 Doc Doc::copyOf(const uint8_t* data, size_t len) {
@@ -105,24 +107,7 @@ bool isNumber(bson_type_t t) {
 }
 
 double toDouble(const bson_value_t& v) {
-    switch (v.value_type) {
-        case BSON_TYPE_INT32:
-            return v.value.v_int32;
-        case BSON_TYPE_INT64:
-            return static_cast<double>(v.value.v_int64);
-        case BSON_TYPE_DOUBLE:
-            return v.value.v_double;
-        case BSON_TYPE_DECIMAL128: {
-            char buf[BSON_DECIMAL128_STRING];
-            bson_decimal128_to_string(&v.value.v_decimal128, buf);
-            if (std::strstr(buf, "NaN")) return NAN;
-            if (std::strcmp(buf, "Infinity") == 0) return INFINITY;
-            if (std::strcmp(buf, "-Infinity") == 0) return -INFINITY;
-            return std::strtod(buf, nullptr);
-        }
-        default:
-            return 0;
-    }
+    return static_cast<double>(toLongDouble(v));
 }
 
 bool toInt64Exact(const bson_value_t& v, int64_t* out) {

@@ -82,6 +82,7 @@ class ChangeStreamCursor : public DocStream {
         }
         return ev;
     }
+    void saveState() override { pipeline_->saveState(); }
     std::optional<bson::Doc> postBatchResumeToken() const override {
         return source_->postBatchResumeToken();
     }

@@ -83,10 +83,27 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextRaw(Session& s) {
 }
 
 std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextCollScan(Session& s) {
+    if (aheadPos_ == ahead_.size()) {
+        ahead_.clear();
+        aheadPos_ = 0;
+        if (!scanEnded_) readAhead(s);
+        if (ahead_.empty()) {
+            done_ = true;
+            return std::nullopt;
+        }
+    }
+    auto r = std::move(ahead_[aheadPos_++]);
+    started_ = true;
+    lastRid_ = r.first;
+    return r;
+}
+
+void ScanStage::readAhead(Session& s) {
+    // One cursor positioning per refill instead of one per document; the refill
+    // grows (1, 2, 4 .. 128) so a point operation reads no more than it needs.
     Cursor c = s.open(coll_->uri);
     int ret;
     if (!started_) {
-        started_ = true;
         ret = plan_.reverse ? c->prev(c.get()) : c->next(c.get());
     } else {
         c->set_key(c.get(), lastRid_);
@@ -100,17 +117,29 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextCollScan(Session& s)
             }
         }
     }
-    if (ret == WT_NOTFOUND) {
-        done_ = true;
-        return std::nullopt;
+    const size_t want = readAheadSize_;
+    readAheadSize_ = std::min<size_t>(readAheadSize_ * 2, 128);
+    while (ret == 0 && ahead_.size() < want) {
+        int64_t rid;
+        WT_ITEM v;
+        c->get_key(c.get(), &rid);
+        c->get_value(c.get(), &v);
+        ahead_.emplace_back(rid, bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size));
+        ret = plan_.reverse ? c->prev(c.get()) : c->next(c.get());
     }
-    wtCheck(ret, "collection scan");
-    int64_t rid;
-    WT_ITEM v;
-    c->get_key(c.get(), &rid);
-    c->get_value(c.get(), &v);
-    lastRid_ = rid;
-    return std::make_pair(rid, bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size));
+    if (ret == WT_NOTFOUND) {
+        scanEnded_ = true;
+    } else if (ret != 0) {
+        wtCheck(ret, "collection scan");
+    }
+}
+
+void ScanStage::saveState() {
+    // Documents read ahead belong to this batch's snapshot: drop them, and
+    // resume after the last one returned in the next batch's snapshot.
+    ahead_.clear();
+    aheadPos_ = 0;
+    scanEnded_ = false;
 }
 
 std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextIndexScan(Session& s) {
@@ -210,6 +239,7 @@ FindExecutor::FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec
                 uassertStatusOK(query::SortPattern::parse(spec_.sort.get())));
     }
     if (!spec_.projection.empty()) {
+        positionalProjection_ = hasPositional(spec_.projection.get());
         projection_ = std::make_unique<query::Projection>(
             uassertStatusOK(query::Projection::parse(spec_.projection.get(), matcher_.get())));
     }
@@ -222,6 +252,10 @@ FindExecutor::FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec
 }
 
 FindExecutor::~FindExecutor() = default;
+
+void FindExecutor::saveState() {
+    scan_->saveState();
+}
 
 std::optional<bson::Doc> FindExecutor::nextSorted(Session& s) {
     if (!sorted_) {
@@ -274,7 +308,7 @@ std::optional<bson::Doc> FindExecutor::next(Session& s) {
         if (projection_) {
             query::MatchDetails details;
             const query::MatchDetails* dp = nullptr;
-            if (matcher_ && hasPositional(spec_.projection.get())) {
+            if (matcher_ && positionalProjection_) {
                 matcher_->matches(d->get(), &details);
                 dp = &details;
             }

@@ -34,12 +34,15 @@ class ScanStage {
     /// Next matching document, or nullopt when done. Runs in the caller's txn.
     std::optional<bson::Doc> next(Session& s, int64_t* ridOut = nullptr);
     const QueryPlan& plan() const { return plan_; }
+    /// Ends a batch: drops documents read ahead (see DocStream::saveState).
+    void saveState();
     int64_t keysExamined() const { return keys_; }
     int64_t docsExamined() const { return docs_; }
 
   private:
     std::optional<std::pair<int64_t, bson::Doc>> nextRaw(Session& s);
     std::optional<std::pair<int64_t, bson::Doc>> nextCollScan(Session& s);
+    void readAhead(Session& s);
     std::optional<std::pair<int64_t, bson::Doc>> nextIndexScan(Session& s);
 
     std::shared_ptr<const CollectionEntry> coll_;
@@ -48,7 +51,12 @@ class ScanStage {
     // Position.
     bool started_ = false;
     bool done_ = false;
-    int64_t lastRid_ = 0;
+    int64_t lastRid_ = 0;  // the last record returned
+    std::vector<std::pair<int64_t, bson::Doc>>
+        ahead_;  // read but not yet returned (this batch only)
+    size_t aheadPos_ = 0;
+    size_t readAheadSize_ = 1;
+    bool scanEnded_ = false;
     size_t interval_ = 0;
     std::string lastKey_;
     bool dedupe_ = false;
@@ -62,6 +70,7 @@ class FindExecutor : public DocStream {
     FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec spec);
     ~FindExecutor() override;
     std::optional<bson::Doc> next(Session& s) override;
+    void saveState() override;
     void explain(bson_t* winningPlan) const override;
     int64_t keysExamined() const override { return scan_->keysExamined(); }
     int64_t docsExamined() const override { return scan_->docsExamined(); }
@@ -77,6 +86,7 @@ class FindExecutor : public DocStream {
     std::unique_ptr<query::SortPattern> sort_;
     std::unique_ptr<ScanStage> scan_;
     bool blockingSort_ = false;
+    bool positionalProjection_ = false;  // projection has "a.$": needs the match details
     bool sorted_ = false;
     std::vector<bson::Doc> buffer_;
     size_t bufferPos_ = 0;

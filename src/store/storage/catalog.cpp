@@ -563,29 +563,14 @@ Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
     if (st.isOK()) {
         auto next = cloneEntry(*coll);
         next->indexes.push_back(idx);
-        try {
-            Txn txn(*s);
-            st = persist(*s, *next);
-            if (st.isOK()) txn.commit();
-        } catch (const DBException& ex) {
-            st = ex.status();
-        }
-        if (st.isOK()) {
-            colls_[ns] = next;
-            return st;
-        }
+        st = commitEntry(next);
+        if (st.isOK()) return st;
     }
     dropTableEventually(idx->uri);
     return st;
 }
 
-Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
-    auto it = colls_.find(ns);
-    if (it == colls_.end())
-        return Status(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
-    auto coll = it->second;
-    auto next = cloneEntry(*coll);
-    next->options = bson::Doc::copyOf(options);
+Status Catalog::commitEntry(const std::shared_ptr<CollectionEntry>& next) {
     PooledSession s(sessions_);
     try {
         Txn txn(*s);
@@ -595,7 +580,19 @@ Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
     } catch (const DBException& ex) {
         return ex.status();
     }
-    colls_[ns] = next;
+    colls_[next->ns] = next;
+    return Status::OK();
+}
+
+Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
+    auto it = colls_.find(ns);
+    if (it == colls_.end())
+        return Status(ErrorCode::NamespaceNotFound, fmt::format("ns does not exist: {}", ns));
+    auto coll = it->second;
+    auto next = cloneEntry(*coll);
+    next->options = bson::Doc::copyOf(options);
+    Status st = commitEntry(next);
+    if (!st.isOK()) return st;
     return Status::OK();
 }
 
@@ -618,16 +615,8 @@ Status Catalog::dropIndex(const std::string& ns, const std::string& name) {
         else
             next->indexes.push_back(idx);
     }
-    PooledSession s(sessions_);
-    try {
-        Txn txn(*s);
-        Status st = persist(*s, *next);
-        if (!st.isOK()) return st;
-        txn.commit();
-    } catch (const DBException& ex) {
-        return ex.status();
-    }
-    colls_[ns] = next;
+    Status st = commitEntry(next);
+    if (!st.isOK()) return st;
     dropTableEventually(uri);
     return Status::OK();
 }

@@ -129,6 +129,8 @@ class Catalog {
 
   private:
     Status persist(Session& s, const CollectionEntry& e);
+    /// Persists a modified entry in its own transaction, then makes it current.
+    Status commitEntry(const std::shared_ptr<CollectionEntry>& next);
     std::string newIdent(const char* kind);
     Status buildIndex(Session& s, const CollectionEntry& coll, const IndexEntry& idx);
     void dropTableEventually(const std::string& uri);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "bson/compare.h"
+
 namespace halo::store::keystring {
 namespace {
 
@@ -115,30 +117,10 @@ void putEscaped(std::string& out, const char* s, size_t n) {
     putU8(out, 0);
 }
 
-// Same conversion as bson::compareValues uses for decimal128, so that the
-// encoding order agrees with it exactly.
-long double decimalToLongDouble(const bson_decimal128_t& d) {
-    char buf[BSON_DECIMAL128_STRING];
-    bson_decimal128_to_string(&d, buf);
-    if (std::strstr(buf, "NaN")) return NAN;
-    if (std::strcmp(buf, "Infinity") == 0) return INFINITY;
-    if (std::strcmp(buf, "-Infinity") == 0) return -INFINITY;
-    return std::strtold(buf, nullptr);
-}
-
+// bson::toLongDouble is the conversion compareValues uses, so the encoding
+// order agrees with it exactly.
 long double numberAsLongDouble(const bson_value_t& v) {
-    switch (v.value_type) {
-        case BSON_TYPE_INT32:
-            return v.value.v_int32;
-        case BSON_TYPE_INT64:
-            return static_cast<long double>(v.value.v_int64);
-        case BSON_TYPE_DOUBLE:
-            return v.value.v_double;
-        case BSON_TYPE_DECIMAL128:
-            return decimalToLongDouble(v.value.v_decimal128);
-        default:
-            return 0;
-    }
+    return bson::toLongDouble(v);
 }
 
 void putNumber(std::string& out, long double x) {
