@@ -161,6 +161,12 @@ namespace halo {
     X(InvalidPipelineOperator, 168)                  \
     X(ConversionFailure, 241)                        \
     X(InternalError, 1)                              \
+    X(HostUnreachable, 6)                            \
+    X(HostNotFound, 7)                               \
+    X(AuthenticationFailed, 18)                      \
+    X(NetworkTimeout, 89)                            \
+    X(ShutdownInProgress, 91)                        \
+    X(ExceededTimeLimit, 262)                        \
     X(BadValue, 2)                                   \
     X(NoSuchKey, 4)                                  \
     X(FailedToParse, 9)                              \
