@@ -1,0 +1,62 @@
+#pragma once
+// Halocline's proxy configuration: a mongod.conf-style YAML file. Every key is
+// checked at start; an invalid file is refused with a message naming the key.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace halo::tiering {
+
+using Millis = std::chrono::milliseconds;
+
+/// The tiering policy of one collection.
+struct CollectionPolicy {
+    std::string ns;        // "db.coll"
+    std::string ageField;  // a date field, or "_id" for ObjectId creation times
+    Millis horizon{0};     // documents younger than this belong in the fast tier
+    bool promoteOnRead = true;
+};
+
+struct ProxyConfig {
+    // net
+    std::string bindIp = "127.0.0.1";
+    int port = 27017;
+    // tiers
+    std::string fastUri;
+    std::string archiveUri;
+    // tiering
+    std::string metadataDb = "halocline";
+    Millis clockSkewGuard{60'000};
+    Millis causalWaitTimeout{10'000};
+    bool causalReads = true;
+    Millis cursorTimeout{600'000};
+    size_t maxCursors = 100'000;
+    std::vector<CollectionPolicy> collections;
+    // workers
+    bool workersEnabled = true;
+    Millis lease{10'000};
+    int feederBatchSize = 1000;
+    Millis evictorInterval{1000};
+    int evictorMaxDocsPerSecond = 10'000;
+    int warmerBatchSize = 500;
+    int warmerMaxDocsPerSecond = 20'000;
+    Millis warmerInterval{1000};
+    // systemLog
+    std::string logPath;
+    bool verbose = false;
+
+    const CollectionPolicy* policyFor(std::string_view ns) const;
+};
+
+/// Parses "30d", "12h", "5m", "90s", "250ms" or a plain number of seconds.
+StatusWith<Millis> parseDuration(std::string_view text);
+
+/// Loads and validates a YAML file. Errors name the key: "tiering.collections[0].horizon:
+/// must be a positive duration such as 30d".
+StatusWith<ProxyConfig> loadProxyConfig(const std::string& path);
+StatusWith<ProxyConfig> parseProxyConfig(const std::string& yamlText);
+
+}  // namespace halo::tiering

@@ -1,0 +1,453 @@
+#include "tiering/protocol.h"
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "common/log.h"
+
+namespace halo::tiering {
+
+Id makeId(const bson_value_t& v) {
+    Id d;
+    bson_append_value(d.mut(), "v", 1, &v);
+    return d;
+}
+
+const bson_value_t* idValue(const Id& id, bson_iter_t* it) {
+    if (!bson_iter_init_find(it, id.get(), "v")) return nullptr;
+    return bson_iter_value(it);
+}
+
+bool idOf(const bson_t* doc, Id* out) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, "_id")) return false;
+    *out = makeId(*bson_iter_value(&it));
+    return true;
+}
+
+std::pair<std::string, std::string> splitNs(const std::string& ns) {
+    auto dot = ns.find('.');
+    return {ns.substr(0, dot), dot == std::string::npos ? "" : ns.substr(dot + 1)};
+}
+
+void Metadata::appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,
+                                  const Id& id) {
+    bson_t k;
+    bson_append_document_begin(out, key, -1, &k);
+    BSON_APPEND_UTF8(&k, "ns", ns.c_str());
+    bson_iter_t it;
+    if (const bson_value_t* v = idValue(id, &it)) bson_append_value(&k, "id", 2, v);
+    bson_append_document_end(out, &k);
+}
+
+void appendMajority(bson_t* cmd) {
+    bson_t wc;
+    BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);
+    BSON_APPEND_UTF8(&wc, "w", "majority");
+    BSON_APPEND_BOOL(&wc, "j", true);
+    bson_append_document_end(cmd, &wc);
+}
+
+namespace {
+
+std::string idKey(const Id& id) { return std::string(reinterpret_cast<const char*>(id.data()), id.size()); }
+
+/// {_id: {$in: [ids...]}}
+void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
+    bson_t f, in;
+    bson_append_document_begin(out, key, -1, &f);
+    bson_append_document_begin(&f, "_id", 3, &in);
+    bson_t arr;
+    bson_append_array_begin(&in, "$in", 3, &arr);
+    char buf[16];
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const char* k;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+        bson_iter_t it;
+        if (const bson_value_t* v = idValue(ids[i], &it)) bson_append_value(&arr, k, -1, v);
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&f, &in);
+    bson_append_document_end(out, &f);
+}
+
+void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
+                       const std::vector<Id>& ids) {
+    bson_t f, in, arr;
+    bson_append_document_begin(out, key, -1, &f);
+    bson_append_document_begin(&f, "_id", 3, &in);
+    bson_append_array_begin(&in, "$in", 3, &arr);
+    char buf[16];
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const char* k;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+        meta.appendTombstoneKey(&arr, k, ns, ids[i]);
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&f, &in);
+    bson_append_document_end(out, &f);
+}
+
+bson::Doc findIdsCommand(const std::string& db, const std::string& coll, const bson_t* filterDoc) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
+    bson_concat(c.mut(), filterDoc);  // {filter: ...}
+    bson_t proj;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
+    BSON_APPEND_INT32(&proj, "_id", 1);
+    bson_append_document_end(c.mut(), &proj);
+    BSON_APPEND_INT32(c.mut(), "batchSize", 100000);
+    BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    return c;
+}
+
+std::string epochId(const std::string& ns) { return "epoch:" + ns; }
+
+int64_t epochFrom(const std::vector<bson::Doc>& docs) {
+    if (docs.empty()) return 0;
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, docs[0].get(), "n") && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return 0;
+}
+
+bson::Doc epochFind(const Metadata& meta, const std::string& ns) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", Metadata::kState);
+    bson_t f;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
+    BSON_APPEND_UTF8(&f, "_id", epochId(ns).c_str());
+    bson_append_document_end(c.mut(), &f);
+    BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
+    return c;
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns) {
+    bson::Doc c = epochFind(t.meta, ns);
+    auto r = co_await t.fast.collect(c.get());
+    if (!r.isOK()) co_return r.getStatus();
+    co_return epochFrom(r.getValue());
+}
+
+asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
+                                                       const std::vector<Id>& ids) {
+    FastPresence out;
+    out.present.assign(ids.size(), false);
+    out.tombstoned.assign(ids.size(), false);
+    if (ids.empty()) co_return out;
+    auto [db, coll] = splitNs(ns);
+    bson::Doc f;
+    appendIdIn(f.mut(), "filter", ids);
+    bson::Doc c = findIdsCommand(db, coll, f.get());
+    auto docs = co_await t.fast.collect(c.get());
+    if (!docs.isOK()) co_return docs.getStatus();
+    std::unordered_set<std::string> found;
+    for (auto& d : docs.getValue()) {
+        Id id;
+        if (idOf(d.get(), &id)) found.insert(idKey(id));
+    }
+    bson::Doc tf;
+    appendTombstoneIn(tf.mut(), "filter", t.meta, ns, ids);
+    bson::Doc tc = findIdsCommand(t.meta.db, Metadata::kTombstones, tf.get());
+    auto tombs = co_await t.fast.collect(tc.get());
+    if (!tombs.isOK()) co_return tombs.getStatus();
+    std::unordered_set<std::string> dead;
+    for (auto& d : tombs.getValue()) {
+        bson_iter_t it, sub;
+        if (bson_iter_init_find(&it, d.get(), "_id") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+            bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "id"))
+            dead.insert(idKey(makeId(*bson_iter_value(&sub))));
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+        out.present[i] = found.count(idKey(ids[i])) > 0;
+        out.tombstoned[i] = dead.count(idKey(ids[i])) > 0;
+    }
+    co_return out;
+}
+
+namespace {
+
+/// One promotion transaction over `docs` (CONSISTENCY.md, Promotion).
+asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoch,
+                                   const std::vector<const bson::Doc*>& docs) {
+    auto [db, coll] = splitNs(ns);
+    auto lease = t.fastSessions.take();
+    Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+    Status st = Status::OK();
+    std::vector<Id> ids;
+    for (auto* d : docs) {
+        Id id;
+        if (idOf(d->get(), &id)) ids.push_back(std::move(id));
+    }
+    do {
+        bson::Doc ef = epochFind(t.meta, ns);
+        auto er = co_await collectWith([&txn](const bson_t* c) { return txn.run(c); }, ef.get());
+        if (!er.isOK()) {
+            st = er.getStatus();
+            break;
+        }
+        if (epochFrom(er.getValue()) != epoch) {
+            st = Status(ErrorCode::WriteConflict, "departure epoch moved during promotion");
+            break;
+        }
+        // Guards: write every tombstone key, so a concurrent delete conflicts with us.
+        bson::Doc guards;
+        BSON_APPEND_UTF8(guards.mut(), "insert", Metadata::kTombstones);
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(guards.mut(), "documents", &arr);
+        char buf[16];
+        for (size_t i = 0; i < ids.size(); ++i) {
+            const char* k;
+            bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+            bson_t g;
+            bson_append_document_begin(&arr, k, -1, &g);
+            t.meta.appendTombstoneKey(&g, "_id", ns, ids[i]);
+            BSON_APPEND_BOOL(&g, "promote", true);
+            bson_append_document_end(&arr, &g);
+        }
+        bson_append_array_end(guards.mut(), &arr);
+        BSON_APPEND_UTF8(guards.mut(), "$db", t.meta.db.c_str());
+        auto gr = co_await txn.run(guards.get());
+        if (!gr.isOK()) {
+            st = gr.getStatus();
+            break;
+        }
+        bson::Doc ins;
+        BSON_APPEND_UTF8(ins.mut(), "insert", coll.c_str());
+        BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
+        for (size_t i = 0; i < docs.size(); ++i) {
+            const char* k;
+            bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+            bson_append_document(&arr, k, -1, docs[i]->get());
+        }
+        bson_append_array_end(ins.mut(), &arr);
+        BSON_APPEND_UTF8(ins.mut(), "$db", db.c_str());
+        auto ir = co_await txn.run(ins.get());
+        if (!ir.isOK()) {
+            st = ir.getStatus();
+            break;
+        }
+        bson::Doc del;
+        BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+        BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+        bson_t stmt;
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+        appendTombstoneIn(&stmt, "q", t.meta, ns, ids);
+        BSON_APPEND_INT32(&stmt, "limit", 0);
+        bson_append_document_end(&arr, &stmt);
+        bson_append_array_end(del.mut(), &arr);
+        BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+        auto dr = co_await txn.run(del.get());
+        if (!dr.isOK()) {
+            st = dr.getStatus();
+            break;
+        }
+        auto cr = co_await txn.commit();
+        st = cr.getStatus();
+    } while (false);
+    if (!st.isOK()) co_await txn.abort();
+    t.fastSessions.give(std::move(lease));
+    co_return st;
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns, int64_t epoch,
+                                                 const std::vector<bson::Doc>& docs) {
+    if (docs.empty()) co_return int64_t{0};
+    std::vector<const bson::Doc*> all;
+    for (auto& d : docs) all.push_back(&d);
+    Status st = co_await promoteTxn(t, ns, epoch, all);
+    if (st.isOK()) co_return static_cast<int64_t>(docs.size());
+    if (st.code() != ErrorCode::DuplicateKey) co_return st;
+    // Some are in the fast tier already or tombstoned: one transaction each.
+    int64_t n = 0;
+    for (auto* d : all) {
+        std::vector<const bson::Doc*> single(1, d);
+        Status one = co_await promoteTxn(t, ns, epoch, single);
+        if (one.isOK()) ++n;
+        else if (one.code() != ErrorCode::DuplicateKey) co_return one;
+    }
+    co_return n;
+}
+
+asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
+                                                const std::vector<Id>& idsIn) {
+    auto [db, coll] = splitNs(ns);
+    std::vector<Id> ids;
+    for (auto& i : idsIn) ids.push_back(i.copy());
+    Status last = Status::OK();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        auto epoch = co_await readEpoch(t, ns);
+        if (!epoch.isOK()) co_return epoch.getStatus();
+        auto pres = co_await fastPresence(t, ns, ids);
+        if (!pres.isOK()) co_return pres.getStatus();
+        std::vector<Id> rest;
+        for (size_t i = 0; i < ids.size(); ++i)
+            if (!pres.getValue().present[i] && !pres.getValue().tombstoned[i])
+                rest.push_back(std::move(ids[i]));
+        if (rest.empty()) co_return int64_t{0};
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
+        appendIdIn(c.mut(), "filter", rest);
+        BSON_APPEND_INT32(c.mut(), "batchSize", 100000);
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        auto docs = co_await t.archive.collect(c.get());
+        if (!docs.isOK()) co_return docs.getStatus();
+        if (docs.getValue().empty()) co_return int64_t{0};
+        auto r = co_await promoteDocs(t, ns, epoch.getValue(), docs.getValue());
+        if (r.isOK()) co_return r;
+        last = r.getStatus();
+        if (!isTransient(last)) co_return last;
+        ids = std::move(rest);
+    }
+    co_return Status(ErrorCode::WriteConflict,
+                     "halocline: could not copy documents up from the archive after 20 attempts: " +
+                         last.reason());
+}
+
+asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string& ns,
+                                                     const bson_t* filter) {
+    auto [db, coll] = splitNs(ns);
+    bson::Doc f;
+    BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
+    bson::Doc c = findIdsCommand(db, coll, f.get());
+    auto docs = co_await t.archive.collect(c.get());
+    if (!docs.isOK()) co_return docs.getStatus();
+    int64_t total = 0;
+    std::vector<Id> chunk;
+    for (size_t i = 0; i < docs.getValue().size(); ++i) {
+        Id id;
+        if (idOf(docs.getValue()[i].get(), &id)) chunk.push_back(std::move(id));
+        if (chunk.size() == 1000 || i + 1 == docs.getValue().size()) {
+            auto r = co_await promoteIds(t, ns, chunk);
+            if (!r.isOK()) co_return r;
+            total += r.getValue();
+            chunk.clear();
+        }
+    }
+    co_return total;
+}
+
+asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
+                                                               const bson_t* filter, int limit,
+                                                               const bson_t* sort,
+                                                               const bson_t* collation) {
+    auto [db, coll] = splitNs(ns);
+    Status last = Status::OK();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        auto lease = t.fastSessions.take();
+        Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+        DeleteResult out;
+        std::vector<Id> ids;
+        Status st = Status::OK();
+        do {
+            if (limit == 1) {
+                bson::Doc c;
+                BSON_APPEND_UTF8(c.mut(), "findAndModify", coll.c_str());
+                BSON_APPEND_DOCUMENT(c.mut(), "query", filter);
+                if (sort) BSON_APPEND_DOCUMENT(c.mut(), "sort", sort);
+                if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+                BSON_APPEND_BOOL(c.mut(), "remove", true);
+                BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+                auto r = co_await txn.run(c.get());
+                if (!r.isOK()) {
+                    st = r.getStatus();
+                    break;
+                }
+                bson_t v;
+                if (bson::subDocument(r.getValue().get(), "value", &v)) {
+                    Id id;
+                    if (idOf(&v, &id)) ids.push_back(std::move(id));
+                    out.deleted = bson::Doc::copyOf(&v);
+                }
+            } else {
+                bson::Doc f;
+                BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
+                bson::Doc c = findIdsCommand(db, coll, f.get());
+                if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+                auto r = co_await collectWith([&txn](const bson_t* x) { return txn.run(x); },
+                                              c.get());
+                if (!r.isOK()) {
+                    st = r.getStatus();
+                    break;
+                }
+                for (auto& d : r.getValue()) {
+                    Id id;
+                    if (idOf(d.get(), &id)) ids.push_back(std::move(id));
+                }
+                if (!ids.empty()) {
+                    bson::Doc del;
+                    BSON_APPEND_UTF8(del.mut(), "delete", coll.c_str());
+                    bson_t arr, stmt;
+                    BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+                    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+                    appendIdIn(&stmt, "q", ids);
+                    BSON_APPEND_INT32(&stmt, "limit", 0);
+                    bson_append_document_end(&arr, &stmt);
+                    bson_append_array_end(del.mut(), &arr);
+                    BSON_APPEND_UTF8(del.mut(), "$db", db.c_str());
+                    auto dr = co_await txn.run(del.get());
+                    if (!dr.isOK()) {
+                        st = dr.getStatus();
+                        break;
+                    }
+                }
+            }
+            out.n = static_cast<int64_t>(ids.size());
+            if (!ids.empty()) {
+                bson_oid_t version;
+                bson_oid_init(&version, nullptr);
+                bson::Doc up;
+                BSON_APPEND_UTF8(up.mut(), "update", Metadata::kTombstones);
+                bson_t arr;
+                BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+                char buf[16];
+                for (size_t i = 0; i < ids.size(); ++i) {
+                    const char* k;
+                    bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+                    bson_t stmt, q, u;
+                    bson_append_document_begin(&arr, k, -1, &stmt);
+                    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                    t.meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
+                    bson_append_document_end(&stmt, &q);
+                    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+                    BSON_APPEND_OID(&u, "v", &version);
+                    bson_append_document_end(&stmt, &u);
+                    BSON_APPEND_BOOL(&stmt, "upsert", true);
+                    bson_append_document_end(&arr, &stmt);
+                }
+                bson_append_array_end(up.mut(), &arr);
+                BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+                auto ur = co_await txn.run(up.get());
+                if (!ur.isOK()) {
+                    st = ur.getStatus();
+                    break;
+                }
+            }
+            auto cr = co_await txn.commit();
+            if (!cr.isOK()) {
+                st = cr.getStatus();
+                break;
+            }
+            bson_iter_t it;
+            if (bson_iter_init_find(&it, cr.getValue().get(), "operationTime"))
+                bson_append_iter(out.operationTime.mut(), "t", 1, &it);
+        } while (false);
+        if (st.isOK()) {
+            t.fastSessions.give(std::move(lease));
+            co_return std::move(out);
+        }
+        co_await txn.abort();
+        t.fastSessions.give(std::move(lease));
+        if (!isTransient(st)) co_return st;
+        last = st;
+    }
+    co_return Status(ErrorCode::WriteConflict,
+                     "halocline: delete kept conflicting with concurrent writes: " + last.reason());
+}
+
+}  // namespace halo::tiering

@@ -1,0 +1,84 @@
+#pragma once
+// The steps of docs/CONSISTENCY.md that both the proxy and the workers take:
+// the metadata names, the departure epoch, promotion (copying documents up
+// from the archive without ever resurrecting or regressing one), and deletes
+// that leave tombstones. Everything here is standard MongoDB commands.
+#include <asio.hpp>
+#include <string>
+#include <vector>
+
+#include "bson/doc.h"
+#include "tiering/config.h"
+#include "tiering/tier.h"
+
+namespace halo::tiering {
+
+/// A document id, held as {"v": <id>} so any BSON type fits.
+using Id = bson::Doc;
+Id makeId(const bson_value_t& v);
+const bson_value_t* idValue(const Id& id, bson_iter_t* scratch);
+/// Reads `_id` of a document into an Id. False when absent.
+bool idOf(const bson_t* doc, Id* out);
+
+std::pair<std::string, std::string> splitNs(const std::string& ns);
+
+/// Names of the metadata collections in the fast tier.
+struct Metadata {
+    std::string db = "halocline";
+    static constexpr const char* kTombstones = "tombstones";
+    static constexpr const char* kState = "state";
+    static constexpr const char* kRetries = "retries";
+    std::string tombstonesNs() const { return db + "." + kTombstones; }
+    /// {ns: "<db.coll>", id: <id>}: the _id of X's tombstone.
+    static void appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,
+                                   const Id& id);
+};
+
+/// What the proxy and the workers share to run the protocol.
+struct Tiers {
+    Tier& fast;
+    Tier& archive;
+    SessionPool& fastSessions;
+    Metadata meta;
+};
+
+/// Appends {w: "majority", j: true}.
+void appendMajority(bson_t* cmd);
+
+/// Reads the departure epoch of `ns` (0 when never bumped).
+asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns);
+
+/// Of `ids`, the ones present in the fast tier's `ns` and the ones tombstoned.
+struct FastPresence {
+    std::vector<bool> present;
+    std::vector<bool> tombstoned;
+};
+asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
+                                                       const std::vector<Id>& ids);
+
+/// CONSISTENCY.md, Promotion: makes every id in `ids` that exists only in the
+/// archive present in the fast tier. Returns the number of documents copied up.
+asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
+                                                const std::vector<Id>& ids);
+/// Promotes every archive document matching `filter` (ids first, in chunks).
+asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string& ns,
+                                                     const bson_t* filter);
+/// Promotes documents already read from the archive after `epoch` was read
+/// (the warmer's batched path). Returns the number copied up.
+asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns, int64_t epoch,
+                                                 const std::vector<bson::Doc>& docs);
+
+/// CONSISTENCY.md, Deletes: deletes what `filter` matches in the fast tier
+/// (one document when `limit` is 1) in a transaction that leaves one tombstone
+/// per deleted id. With `returnDoc`, the deleted document (findAndModify).
+struct DeleteResult {
+    int64_t n = 0;
+    std::optional<bson::Doc> deleted;
+    bson::Doc operationTime;  // {t: Timestamp} of the commit, empty if unknown
+};
+asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
+                                                               const bson_t* filter, int limit,
+                                                               const bson_t* sort,
+                                                               const bson_t* collation);
+
+}  // namespace halo::tiering

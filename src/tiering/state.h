@@ -1,0 +1,69 @@
+#pragma once
+// What the workers publish and the router reads, in memory. In the proxy that
+// holds the worker lease the workers update it directly; other proxies refresh
+// it from the durable documents in the fast tier's halocline.state.
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tiering/config.h"
+
+namespace halo::tiering {
+
+/// A BSON Timestamp as one ordered integer: (seconds << 32) | increment.
+using OpTime = uint64_t;
+
+struct CollectionProgress {
+    /// The fast tier holds every document whose age is greater than this
+    /// (milliseconds since the epoch). INT64_MAX: nothing proven yet.
+    std::atomic<int64_t> warmLowMs{std::numeric_limits<int64_t>::max()};
+    std::atomic<bool> warmDone{false};
+    std::atomic<int64_t> warmed{0};        // documents copied up by the warmer
+    std::atomic<int64_t> evicted{0};       // documents removed by the evictor
+    std::atomic<int64_t> evictBacklog{0};  // documents past the horizon still in the fast tier
+    // Routing counters.
+    std::atomic<int64_t> routedFast{0};
+    std::atomic<int64_t> routedArchive{0};
+    std::atomic<int64_t> idLookupHits{0};    // exact _id finds answered by the fast tier
+    std::atomic<int64_t> idLookupMisses{0};  // ... that had to go to the archive
+    std::atomic<int64_t> promoted{0};        // documents copied up for writes and reads
+};
+
+enum class WorkerRole : int { Disabled = 0, Standby = 1, Leader = 2 };
+
+struct SharedState {
+    explicit SharedState(const ProxyConfig& cfg) {
+        for (const auto& c : cfg.collections)
+            collections.emplace(c.ns, std::make_unique<CollectionProgress>());
+    }
+    /// The archive reflects every fast-tier write at or before this time.
+    std::atomic<OpTime> feederApplied{0};
+    std::atomic<int64_t> feederLagOps{0};
+    std::atomic<int64_t> feederLagMillis{0};
+    std::atomic<int64_t> feederApplies{0};  // archive writes the feeder issued
+    std::atomic<int64_t> feederEvents{0};   // change events it consumed
+    std::atomic<int> role{static_cast<int>(WorkerRole::Disabled)};
+    /// The latest cluster time seen from the fast tier (the clock clients see).
+    std::atomic<OpTime> fastClusterTime{0};
+    std::map<std::string, std::unique_ptr<CollectionProgress>> collections;  // fixed at start
+
+    CollectionProgress* progress(const std::string& ns) {
+        auto it = collections.find(ns);
+        return it == collections.end() ? nullptr : it->second.get();
+    }
+    void noteFastTime(OpTime t) {
+        OpTime cur = fastClusterTime.load();
+        while (t > cur && !fastClusterTime.compare_exchange_weak(cur, t)) {
+        }
+    }
+    void noteApplied(OpTime t) {
+        OpTime cur = feederApplied.load();
+        while (t > cur && !feederApplied.compare_exchange_weak(cur, t)) {
+        }
+    }
+};
+
+}  // namespace halo::tiering

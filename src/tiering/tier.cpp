@@ -1,0 +1,446 @@
+#include "tiering/tier.h"
+
+#include <fmt/format.h>
+#include <mongoc/mongoc.h>
+#include <openssl/rand.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "wire/message.h"
+
+namespace halo::tiering {
+
+struct Tier::Conn {
+    explicit Conn(asio::io_context& io) : sock(io) {}
+    asio::ip::tcp::socket sock;
+};
+
+Tier::Tier(asio::io_context& io, std::string name, std::string uri)
+    : io_(io), name_(std::move(name)), uri_(std::move(uri)) {}
+
+Tier::~Tier() = default;
+
+Status Tier::init() {
+    bson_error_t err;
+    mongoc_uri_t* u = mongoc_uri_new_with_error(uri_.c_str(), &err);
+    if (!u)
+        return Status(ErrorCode::FailedToParse,
+                      fmt::format("tiers.{}.uri: {}", name_, err.message));
+    Status st;
+    if (mongoc_uri_get_username(u))
+        st = Status(ErrorCode::InvalidOptions,
+                    fmt::format("tiers.{}.uri: authentication is not supported by this version "
+                                "of the proxy; connect it over a trusted network",
+                                name_));
+    else if (mongoc_uri_get_tls(u))
+        st = Status(ErrorCode::InvalidOptions,
+                    fmt::format("tiers.{}.uri: TLS to the tiers is not supported by this "
+                                "version of the proxy",
+                                name_));
+    if (st.isOK()) {
+        for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(u); h; h = h->next)
+            seeds_.emplace_back(h->host, h->port);
+        if (const char* rs = mongoc_uri_get_replica_set(u)) replicaSet_ = rs;
+        if (seeds_.empty())
+            st = Status(ErrorCode::FailedToParse,
+                        fmt::format("tiers.{}.uri: no hosts (SRV records are not supported)",
+                                    name_));
+    }
+    mongoc_uri_destroy(u);
+    return st;
+}
+
+TierInfo Tier::info() const {
+    std::lock_guard lk(mu_);
+    return info_;
+}
+
+namespace {
+
+bool readInt(const bson_t* d, const char* k, int64_t* out) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, d, k)) return false;
+    if (!BSON_ITER_HOLDS_NUMBER(&it)) return false;
+    *out = bson_iter_as_int64(&it);
+    return true;
+}
+
+std::string readString(const bson_t* d, const char* k) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, d, k) && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, nullptr);
+    return {};
+}
+
+bool readBool(const bson_t* d, const char* k) {
+    bson_iter_t it;
+    return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
+}
+
+StatusWith<bson::Doc> replyBody(const Frame& f) {
+    auto h = wire::parseHeader(f);
+    if (!h.isOK()) return h.getStatus();
+    if (h.getValue().opCode == static_cast<int32_t>(wire::OpCode::Msg)) {
+        auto m = wire::parseOpMsg(f);
+        if (!m.isOK()) return m.getStatus();
+        return bson::Doc::copyOf(m.getValue().body.data(), m.getValue().body.size());
+    }
+    return Status(ErrorCode::ProtocolError, "unexpected reply opcode from tier");
+}
+
+std::pair<std::string, uint16_t> splitHost(const std::string& hp) {
+    auto colon = hp.rfind(':');
+    if (colon == std::string::npos) return {hp, 27017};
+    return {hp.substr(0, colon), static_cast<uint16_t>(std::stoi(hp.substr(colon + 1)))};
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std::string& host,
+                                                                        uint16_t port) {
+    auto c = std::make_unique<Conn>(io_);
+    asio::error_code ec;
+    asio::ip::tcp::resolver resolver(io_);
+    auto eps = co_await resolver.async_resolve(host, std::to_string(port),
+                                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+        co_return Status(ErrorCode::HostNotFound,
+                         fmt::format("{} tier: cannot resolve {}: {}", name_, host, ec.message()));
+    co_await asio::async_connect(c->sock, eps, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+        co_return Status(ErrorCode::HostUnreachable,
+                         fmt::format("{} tier: cannot connect to {}:{}: {}", name_, host, port,
+                                     ec.message()));
+    c->sock.set_option(asio::ip::tcp::no_delay(true), ec);
+    c->sock.set_option(asio::socket_base::keep_alive(true), ec);
+    co_return std::move(c);
+}
+
+asio::awaitable<Status> Tier::discoverPrimary() {
+    std::vector<std::pair<std::string, uint16_t>> candidates = seeds_;
+    Status last(ErrorCode::HostUnreachable, name_ + " tier: no reachable primary");
+    for (size_t i = 0; i < candidates.size() && i < 16; ++i) {
+        auto [host, port] = candidates[i];
+        auto c = co_await connect(host, port);
+        if (!c.isOK()) {
+            last = c.getStatus();
+            continue;
+        }
+        bson::Doc hello;
+        BSON_APPEND_INT32(hello.mut(), "hello", 1);
+        BSON_APPEND_UTF8(hello.mut(), "$db", "admin");
+        Frame req = wire::buildOpMsg(0, 0, hello.get());
+        auto r = co_await exchange(*c.getValue(), req);
+        if (!r.isOK()) {
+            last = r.getStatus();
+            continue;
+        }
+        auto body = replyBody(r.getValue());
+        if (!body.isOK()) {
+            last = body.getStatus();
+            continue;
+        }
+        const bson_t* b = body.getValue().get();
+        std::string setName = readString(b, "setName");
+        if (!replicaSet_.empty() && setName != replicaSet_) {
+            last = Status(ErrorCode::HostUnreachable,
+                          fmt::format("{} tier: {}:{} is in replica set '{}', not '{}'", name_,
+                                      host, port, setName, replicaSet_));
+            continue;
+        }
+        if (readBool(b, "isWritablePrimary") || readBool(b, "ismaster")) {
+            TierInfo info;
+            int64_t v;
+            if (readInt(b, "minWireVersion", &v)) info.minWireVersion = static_cast<int32_t>(v);
+            if (readInt(b, "maxWireVersion", &v)) info.maxWireVersion = static_cast<int32_t>(v);
+            if (readInt(b, "maxBsonObjectSize", &v)) info.maxBsonObjectSize = static_cast<int32_t>(v);
+            if (readInt(b, "maxMessageSizeBytes", &v))
+                info.maxMessageSizeBytes = static_cast<int32_t>(v);
+            if (readInt(b, "maxWriteBatchSize", &v)) info.maxWriteBatchSize = static_cast<int32_t>(v);
+            if (readInt(b, "logicalSessionTimeoutMinutes", &v))
+                info.logicalSessionTimeoutMinutes = v;
+            info.setName = setName;
+            info.primary = fmt::format("{}:{}", host, port);
+            {
+                std::lock_guard lk(mu_);
+                primary_ = std::make_pair(host, port);
+                info_ = info;
+                idle_.push_back(std::move(c.getValue()));
+            }
+            if (!reachable_.exchange(true))
+                log::info("tiering", 8200001, "Tier primary found",
+                          fmt::format(R"({{"tier":{},"primary":{}}})", log::quote(name_),
+                                      log::quote(info.primary)));
+            co_return Status::OK();
+        }
+        std::string p = readString(b, "primary");
+        if (!p.empty()) {
+            auto hp = splitHost(p);
+            bool seen = false;
+            for (auto& cand : candidates) seen |= cand == hp;
+            if (!seen) candidates.push_back(hp);
+        }
+        last = Status(ErrorCode::NotWritablePrimary,
+                      fmt::format("{} tier: {}:{} is not the primary", name_, host, port));
+    }
+    reachable_ = false;
+    co_return last;
+}
+
+asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
+    {
+        std::lock_guard lk(mu_);
+        if (!idle_.empty()) {
+            auto c = std::move(idle_.back());
+            idle_.pop_back();
+            co_return std::move(c);
+        }
+    }
+    std::optional<std::pair<std::string, uint16_t>> p;
+    {
+        std::lock_guard lk(mu_);
+        p = primary_;
+    }
+    if (!p) {
+        Status s = co_await discoverPrimary();
+        if (!s.isOK()) co_return s;
+        std::lock_guard lk(mu_);
+        if (!idle_.empty()) {
+            auto c = std::move(idle_.back());
+            idle_.pop_back();
+            co_return std::move(c);
+        }
+        p = primary_;
+    }
+    auto c = co_await connect(p->first, p->second);
+    if (!c.isOK()) {
+        std::lock_guard lk(mu_);
+        primary_.reset();
+        reachable_ = false;
+    }
+    co_return c;
+}
+
+void Tier::release(std::unique_ptr<Conn> c) {
+    std::lock_guard lk(mu_);
+    if (idle_.size() < 256) idle_.push_back(std::move(c));
+}
+
+asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
+    int32_t rid = nextRequestId_++;
+    std::memcpy(request.data() + 4, &rid, 4);
+    asio::error_code ec;
+    co_await asio::async_write(c.sock, asio::buffer(request),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+        co_return Status(ErrorCode::HostUnreachable,
+                         fmt::format("{} tier: connection lost: {}", name_, ec.message()));
+    uint8_t header[4];
+    co_await asio::async_read(c.sock, asio::buffer(header, 4),
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+        co_return Status(ErrorCode::HostUnreachable,
+                         fmt::format("{} tier: connection lost: {}", name_, ec.message()));
+    int32_t len;
+    std::memcpy(&len, header, 4);
+    if (len < wire::kHeaderSize || len > wire::kMaxMessageSizeBytes)
+        co_return Status(ErrorCode::ProtocolError,
+                         fmt::format("{} tier: invalid reply length {}", name_, len));
+    Frame reply(static_cast<size_t>(len));
+    std::memcpy(reply.data(), header, 4);
+    co_await asio::async_read(c.sock, asio::buffer(reply.data() + 4, reply.size() - 4),
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+        co_return Status(ErrorCode::HostUnreachable,
+                         fmt::format("{} tier: connection lost: {}", name_, ec.message()));
+    int32_t responseTo;
+    std::memcpy(&responseTo, reply.data() + 8, 4);
+    if (responseTo != rid)
+        co_return Status(ErrorCode::ProtocolError,
+                         fmt::format("{} tier: reply to request {} while waiting for {}", name_,
+                                     responseTo, rid));
+    co_return std::move(reply);
+}
+
+asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
+    auto c = co_await acquire();
+    if (!c.isOK()) co_return c.getStatus();
+    auto r = co_await exchange(*c.getValue(), request);
+    if (r.isOK()) {
+        release(std::move(c.getValue()));
+    } else {
+        // The connection is in an unknown state; the primary may have changed.
+        std::lock_guard lk(mu_);
+        primary_.reset();
+        for (auto& idle : idle_) {
+            asio::error_code ec;
+            idle->sock.close(ec);
+        }
+        idle_.clear();
+        reachable_ = false;
+    }
+    co_return r;
+}
+
+asio::awaitable<StatusWith<bson::Doc>> Tier::run(const bson_t* cmd) {
+    auto r = co_await roundTrip(wire::buildOpMsg(0, 0, cmd));
+    if (!r.isOK()) co_return r.getStatus();
+    co_return replyBody(r.getValue());
+}
+
+Status replyStatus(const bson_t* reply) {
+    bson_iter_t it;
+    auto statusFrom = [](const bson_t* d) {
+        int64_t code = 8;
+        readInt(d, "code", &code);
+        std::string msg = readString(d, "errmsg");
+        return Status(static_cast<ErrorCode>(code), msg.empty() ? "unknown error" : msg);
+    };
+    if (bson_iter_init_find(&it, reply, "ok") && !bson_iter_as_bool(&it)) return statusFrom(reply);
+    bson_t sub;
+    if (bson::subDocument(reply, "writeErrors", &sub)) {
+        bson_iter_t e;
+        if (bson_iter_init(&e, &sub) && bson_iter_next(&e) && BSON_ITER_HOLDS_DOCUMENT(&e)) {
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&e, &len, &data);
+            bson::View v(data, len);
+            return statusFrom(v.get());
+        }
+    }
+    if (bson::subDocument(reply, "writeConcernError", &sub)) return statusFrom(&sub);
+    return Status::OK();
+}
+
+asio::awaitable<StatusWith<bson::Doc>> Tier::runOk(const bson_t* cmd) {
+    auto r = co_await run(cmd);
+    if (!r.isOK()) co_return r;
+    Status s = replyStatus(r.getValue().get());
+    if (!s.isOK()) co_return s;
+    co_return r;
+}
+
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> Tier::collect(const bson_t* cmd) {
+    co_return co_await collectWith([this](const bson_t* c) { return runOk(c); }, cmd);
+}
+
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
+                                                                const bson_t* cmd) {
+    std::vector<bson::Doc> out;
+    std::string db = readString(cmd, "$db");
+    auto r = co_await run(cmd);
+    while (true) {
+        if (!r.isOK()) co_return r.getStatus();
+        bson_t cursor;
+        if (!bson::subDocument(r.getValue().get(), "cursor", &cursor))
+            co_return Status(ErrorCode::ProtocolError, "tier reply without a cursor");
+        bson_iter_t it;
+        int64_t id = 0;
+        std::string ns = readString(&cursor, "ns");
+        readInt(&cursor, "id", &id);
+        for (const char* batch : {"firstBatch", "nextBatch"}) {
+            bson_t arr;
+            if (!bson::subDocument(&cursor, batch, &arr)) continue;
+            bson_iter_init(&it, &arr);
+            while (bson_iter_next(&it)) {
+                if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
+                uint32_t len;
+                const uint8_t* data;
+                bson_iter_document(&it, &len, &data);
+                out.push_back(bson::Doc::copyOf(data, len));
+            }
+        }
+        if (id == 0) break;
+        bson::Doc more;
+        BSON_APPEND_INT64(more.mut(), "getMore", id);
+        auto dot = ns.find('.');
+        BSON_APPEND_UTF8(more.mut(), "collection",
+                         dot == std::string::npos ? ns.c_str() : ns.c_str() + dot + 1);
+        BSON_APPEND_UTF8(more.mut(), "$db", db.c_str());
+        r = co_await run(more.get());
+    }
+    co_return out;
+}
+
+bson::Doc Tier::newSessionId() {
+    uint8_t uuid[16];
+    RAND_bytes(uuid, sizeof uuid);
+    uuid[6] = (uuid[6] & 0x0f) | 0x40;
+    uuid[8] = (uuid[8] & 0x3f) | 0x80;
+    bson::Doc d;
+    bson_append_binary(d.mut(), "id", 2, BSON_SUBTYPE_UUID, uuid, sizeof uuid);
+    return d;
+}
+
+Transaction::Transaction(Tier& tier, const bson_t* lsid, int64_t txnNumber)
+    : tier_(tier), lsid_(bson::Doc::copyOf(lsid)), txnNumber_(txnNumber) {}
+
+asio::awaitable<StatusWith<bson::Doc>> Transaction::run(const bson_t* cmd) {
+    bson::Doc c = bson::Doc::copyOf(cmd);
+    BSON_APPEND_DOCUMENT(c.mut(), "lsid", lsid_.get());
+    BSON_APPEND_INT64(c.mut(), "txnNumber", txnNumber_);
+    BSON_APPEND_BOOL(c.mut(), "autocommit", false);
+    if (!started_) {
+        BSON_APPEND_BOOL(c.mut(), "startTransaction", true);
+        started_ = true;
+    }
+    co_return co_await tier_.runOk(c.get());
+}
+
+asio::awaitable<StatusWith<bson::Doc>> Transaction::commit() {
+    if (!started_) co_return bson::Doc();
+    bson::Doc c;
+    BSON_APPEND_INT32(c.mut(), "commitTransaction", 1);
+    BSON_APPEND_DOCUMENT(c.mut(), "lsid", lsid_.get());
+    BSON_APPEND_INT64(c.mut(), "txnNumber", txnNumber_);
+    BSON_APPEND_BOOL(c.mut(), "autocommit", false);
+    bson_t wc;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "writeConcern", &wc);
+    BSON_APPEND_UTF8(&wc, "w", "majority");
+    BSON_APPEND_BOOL(&wc, "j", true);
+    bson_append_document_end(c.mut(), &wc);
+    BSON_APPEND_UTF8(c.mut(), "$db", "admin");
+    co_return co_await tier_.runOk(c.get());
+}
+
+asio::awaitable<void> Transaction::abort() {
+    if (!started_) co_return;
+    bson::Doc c;
+    BSON_APPEND_INT32(c.mut(), "abortTransaction", 1);
+    BSON_APPEND_DOCUMENT(c.mut(), "lsid", lsid_.get());
+    BSON_APPEND_INT64(c.mut(), "txnNumber", txnNumber_);
+    BSON_APPEND_BOOL(c.mut(), "autocommit", false);
+    BSON_APPEND_UTF8(c.mut(), "$db", "admin");
+    (void)co_await tier_.run(c.get());
+}
+
+SessionPool::Lease SessionPool::take() {
+    std::lock_guard lk(mu_);
+    if (free_.empty()) return Lease{tier_.newSessionId(), 1};
+    Lease l = std::move(free_.back());
+    free_.pop_back();
+    return l;
+}
+
+void SessionPool::give(Lease l) {
+    ++l.txnNumber;
+    std::lock_guard lk(mu_);
+    free_.push_back(std::move(l));
+}
+
+bool isTransient(const Status& s) {
+    switch (s.code()) {
+        case ErrorCode::WriteConflict:
+        case ErrorCode::NoSuchTransaction:
+        case ErrorCode::HostUnreachable:
+        case ErrorCode::NotWritablePrimary:
+        case ErrorCode::InterruptedAtShutdown:
+        case ErrorCode::ShutdownInProgress:
+            return true;
+        default:
+            return static_cast<int>(s.code()) == 244;  // TransactionAborted
+    }
+}
+
+}  // namespace halo::tiering

@@ -1,0 +1,140 @@
+#pragma once
+// A client for one tier (a MongoDB replica set or standalone), over the wire
+// protocol on standalone Asio coroutines. It finds the primary from the
+// connection string's hosts with `hello`, keeps a pool of connections to it,
+// and moves raw OP_MSG frames. Only standard MongoDB commands pass through it.
+#include <asio.hpp>
+#include <atomic>
+#include <functional>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bson/doc.h"
+#include "common/status.h"
+
+namespace halo::tiering {
+
+using Frame = std::vector<uint8_t>;
+
+/// What a tier's hello told us.
+struct TierInfo {
+    int32_t minWireVersion = 0;
+    int32_t maxWireVersion = 0;
+    int32_t maxBsonObjectSize = 16 * 1024 * 1024;
+    int32_t maxMessageSizeBytes = 48'000'000;
+    int32_t maxWriteBatchSize = 100'000;
+    int64_t logicalSessionTimeoutMinutes = 30;
+    std::string setName;
+    std::string primary;  // "host:port"
+};
+
+class Tier {
+  public:
+    Tier(asio::io_context& io, std::string name, std::string uri);
+    ~Tier();
+    Tier(const Tier&) = delete;
+    Tier& operator=(const Tier&) = delete;
+
+    /// Parses the connection string. Refuses options this client cannot honour
+    /// (authentication, TLS) with a message naming them.
+    Status init();
+
+    const std::string& name() const { return name_; }
+    const std::string& uri() const { return uri_; }
+    bool reachable() const { return reachable_.load(); }
+    TierInfo info() const;
+
+    /// Sends one whole request frame (its requestId is replaced) and returns the
+    /// whole reply frame. Network failures come back as HostUnreachable.
+    asio::awaitable<StatusWith<Frame>> roundTrip(Frame request);
+
+    /// Runs a command (the document must carry $db). The reply as the server
+    /// sent it, ok:0 included; only transport failures are errors.
+    asio::awaitable<StatusWith<bson::Doc>> run(const bson_t* cmd);
+    /// Like run(), but a reply with ok:0, writeErrors or writeConcernError
+    /// becomes an error Status with the server's code and message.
+    asio::awaitable<StatusWith<bson::Doc>> runOk(const bson_t* cmd);
+    /// Runs a find or aggregate and follows the cursor to the end.
+    asio::awaitable<StatusWith<std::vector<bson::Doc>>> collect(const bson_t* cmd);
+
+    /// A fresh logical session id ({id: UUID}) for this tier's transactions.
+    bson::Doc newSessionId();
+
+  private:
+    struct Conn;
+    asio::awaitable<StatusWith<std::unique_ptr<Conn>>> acquire();
+    void release(std::unique_ptr<Conn> c);
+    asio::awaitable<StatusWith<std::unique_ptr<Conn>>> connect(const std::string& host,
+                                                                uint16_t port);
+    asio::awaitable<Status> discoverPrimary();
+    asio::awaitable<StatusWith<Frame>> exchange(Conn& c, Frame& request);
+
+    asio::io_context& io_;
+    std::string name_;
+    std::string uri_;
+    std::vector<std::pair<std::string, uint16_t>> seeds_;
+    std::string replicaSet_;
+
+    mutable std::mutex mu_;
+    std::optional<std::pair<std::string, uint16_t>> primary_;
+    std::vector<std::unique_ptr<Conn>> idle_;
+    TierInfo info_;
+    std::atomic<bool> reachable_{false};
+    std::atomic<int32_t> nextRequestId_{1};
+};
+
+/// Error Status from a reply: ok:0, the first writeError, or writeConcernError.
+/// OK when the reply reports success.
+Status replyStatus(const bson_t* reply);
+
+/// A multi-document transaction on one tier under its own session. run() adds
+/// lsid, txnNumber, autocommit and (first time) startTransaction; commit() and
+/// abort() end it. Destroying an unfinished transaction does not abort it: call
+/// abort() (the server also aborts it when the session times out).
+class Transaction {
+  public:
+    Transaction(Tier& tier, const bson_t* lsid, int64_t txnNumber);
+    asio::awaitable<StatusWith<bson::Doc>> run(const bson_t* cmd);
+    /// The commit's reply (its operationTime is the transaction's time).
+    asio::awaitable<StatusWith<bson::Doc>> commit();
+    asio::awaitable<void> abort();
+
+  private:
+    Tier& tier_;
+    bson::Doc lsid_;
+    int64_t txnNumber_;
+    bool started_ = false;
+};
+
+/// A pool of sessions for internal transactions: each transaction takes a
+/// session no other running transaction uses, with the next txnNumber.
+class SessionPool {
+  public:
+    explicit SessionPool(Tier& tier) : tier_(tier) {}
+    struct Lease {
+        bson::Doc lsid;
+        int64_t txnNumber;
+    };
+    Lease take();
+    void give(Lease l);
+
+  private:
+    Tier& tier_;
+    std::mutex mu_;
+    std::vector<Lease> free_;
+};
+
+/// Runs a find or aggregate with `run` and follows the cursor to the end.
+using CommandRunner = std::function<asio::awaitable<StatusWith<bson::Doc>>(const bson_t*)>;
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
+                                                                const bson_t* cmd);
+
+/// Whether a transaction error is worth retrying (WriteConflict, the
+/// TransientTransactionError label, NoSuchTransaction after a conflict).
+bool isTransient(const Status& s);
+
+}  // namespace halo::tiering
