@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "bench/runner.h"
+#include "cli/tiering_cmds.h"
 #include "common/log.h"
 #include "store/server/store.h"
 
@@ -156,7 +157,12 @@ int main(int argc, char** argv) {
                          "Run for this long instead of operationcount operations");
     benchRun->add_option("--json", jsonOut, "Write the report as JSON to this file");
 
+    halo::cli::TieringCommands tiering;
+    halo::cli::addTieringCommands(app, tiering);
+
     CLI11_PARSE(app, argc, argv);
+
+    if (int rc = halo::cli::runTieringCommands(tiering, argv[0]); rc >= 0) return rc;
 
     if (bench->parsed()) {
         auto spec = halo::bench::WorkloadSpec::preset(workload);

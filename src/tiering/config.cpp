@@ -28,14 +28,19 @@ StatusWith<Millis> parseDuration(std::string_view text) {
     }
     std::string_view unit = text.substr(i);
     double ms;
-    if (unit.empty() || unit == "s") ms = n * 1000;
-    else if (unit == "ms") ms = n;
-    else if (unit == "m") ms = n * 60'000;
-    else if (unit == "h") ms = n * 3'600'000;
-    else if (unit == "d") ms = n * 86'400'000;
+    if (unit.empty() || unit == "s")
+        ms = n * 1000;
+    else if (unit == "ms")
+        ms = n;
+    else if (unit == "m")
+        ms = n * 60'000;
+    else if (unit == "h")
+        ms = n * 3'600'000;
+    else if (unit == "d")
+        ms = n * 86'400'000;
     else
-        return Status(ErrorCode::BadValue, "unknown duration unit '" + std::string(unit) +
-                                               "' (use ms, s, m, h or d)");
+        return Status(ErrorCode::BadValue,
+                      "unknown duration unit '" + std::string(unit) + "' (use ms, s, m, h or d)");
     return Millis(static_cast<int64_t>(ms));
 }
 
@@ -130,7 +135,8 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
         ck.get(t, "causalReads", "tiering", &c.causalReads);
         ck.get(t, "maxCursors", "tiering", &c.maxCursors);
         if (auto cols = t["collections"]) {
-            if (!cols.IsSequence()) ck.fail("tiering.collections", "must be a list");
+            if (!cols.IsSequence())
+                ck.fail("tiering.collections", "must be a list");
             else
                 for (size_t i = 0; i < cols.size(); ++i) {
                     std::string path = "tiering.collections[" + std::to_string(i) + "]";
@@ -178,7 +184,8 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
         ck.get(l, "destination", "systemLog", &dest);
         if (dest == "file") {
             ck.get(l, "path", "systemLog", &c.logPath);
-            if (c.logPath.empty()) ck.fail("systemLog.path", "is required when destination is file");
+            if (c.logPath.empty())
+                ck.fail("systemLog.path", "is required when destination is file");
         } else if (!dest.empty() && dest != "stdout") {
             ck.fail("systemLog.destination", "must be file or stdout");
         }

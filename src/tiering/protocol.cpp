@@ -51,7 +51,9 @@ void appendMajority(bson_t* cmd) {
 
 namespace {
 
-std::string idKey(const Id& id) { return std::string(reinterpret_cast<const char*>(id.data()), id.size()); }
+std::string idKey(const Id& id) {
+    return std::string(reinterpret_cast<const char*>(id.data()), id.size());
+}
 
 /// {_id: {$in: [ids...]}}
 void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
@@ -102,7 +104,9 @@ bson::Doc findIdsCommand(const std::string& db, const std::string& coll, const b
     return c;
 }
 
-std::string epochId(const std::string& ns) { return "epoch:" + ns; }
+std::string epochId(const std::string& ns) {
+    return "epoch:" + ns;
+}
 
 int64_t epochFrom(const std::vector<bson::Doc>& docs) {
     if (docs.empty()) return 0;
@@ -268,8 +272,10 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
     for (auto* d : all) {
         std::vector<const bson::Doc*> single(1, d);
         Status one = co_await promoteTxn(t, ns, epoch, single);
-        if (one.isOK()) ++n;
-        else if (one.code() != ErrorCode::DuplicateKey) co_return one;
+        if (one.isOK())
+            ++n;
+        else if (one.code() != ErrorCode::DuplicateKey)
+            co_return one;
     }
     co_return n;
 }
@@ -369,8 +375,8 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                 BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
                 bson::Doc c = findIdsCommand(db, coll, f.get());
                 if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
-                auto r = co_await collectWith([&txn](const bson_t* x) { return txn.run(x); },
-                                              c.get());
+                auto r =
+                    co_await collectWith([&txn](const bson_t* x) { return txn.run(x); }, c.get());
                 if (!r.isOK()) {
                     st = r.getStatus();
                     break;

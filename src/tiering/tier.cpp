@@ -43,9 +43,9 @@ Status Tier::init() {
             seeds_.emplace_back(h->host, h->port);
         if (const char* rs = mongoc_uri_get_replica_set(u)) replicaSet_ = rs;
         if (seeds_.empty())
-            st = Status(ErrorCode::FailedToParse,
-                        fmt::format("tiers.{}.uri: no hosts (SRV records are not supported)",
-                                    name_));
+            st = Status(
+                ErrorCode::FailedToParse,
+                fmt::format("tiers.{}.uri: no hosts (SRV records are not supported)", name_));
     }
     mongoc_uri_destroy(u);
     return st;
@@ -98,7 +98,7 @@ std::pair<std::string, uint16_t> splitHost(const std::string& hp) {
 }  // namespace
 
 asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std::string& host,
-                                                                        uint16_t port) {
+                                                                       uint16_t port) {
     auto c = std::make_unique<Conn>(io_);
     asio::error_code ec;
     asio::ip::tcp::resolver resolver(io_);
@@ -109,9 +109,9 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std
                          fmt::format("{} tier: cannot resolve {}: {}", name_, host, ec.message()));
     co_await asio::async_connect(c->sock, eps, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
-        co_return Status(ErrorCode::HostUnreachable,
-                         fmt::format("{} tier: cannot connect to {}:{}: {}", name_, host, port,
-                                     ec.message()));
+        co_return Status(
+            ErrorCode::HostUnreachable,
+            fmt::format("{} tier: cannot connect to {}:{}: {}", name_, host, port, ec.message()));
     c->sock.set_option(asio::ip::tcp::no_delay(true), ec);
     c->sock.set_option(asio::socket_base::keep_alive(true), ec);
     co_return std::move(c);
@@ -154,10 +154,12 @@ asio::awaitable<Status> Tier::discoverPrimary() {
             int64_t v;
             if (readInt(b, "minWireVersion", &v)) info.minWireVersion = static_cast<int32_t>(v);
             if (readInt(b, "maxWireVersion", &v)) info.maxWireVersion = static_cast<int32_t>(v);
-            if (readInt(b, "maxBsonObjectSize", &v)) info.maxBsonObjectSize = static_cast<int32_t>(v);
+            if (readInt(b, "maxBsonObjectSize", &v))
+                info.maxBsonObjectSize = static_cast<int32_t>(v);
             if (readInt(b, "maxMessageSizeBytes", &v))
                 info.maxMessageSizeBytes = static_cast<int32_t>(v);
-            if (readInt(b, "maxWriteBatchSize", &v)) info.maxWriteBatchSize = static_cast<int32_t>(v);
+            if (readInt(b, "maxWriteBatchSize", &v))
+                info.maxWriteBatchSize = static_cast<int32_t>(v);
             if (readInt(b, "logicalSessionTimeoutMinutes", &v))
                 info.logicalSessionTimeoutMinutes = v;
             info.setName = setName;

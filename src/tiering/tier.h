@@ -5,8 +5,8 @@
 // and moves raw OP_MSG frames. Only standard MongoDB commands pass through it.
 #include <asio.hpp>
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,7 +69,7 @@ class Tier {
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> acquire();
     void release(std::unique_ptr<Conn> c);
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> connect(const std::string& host,
-                                                                uint16_t port);
+                                                               uint16_t port);
     asio::awaitable<Status> discoverPrimary();
     asio::awaitable<StatusWith<Frame>> exchange(Conn& c, Frame& request);
 

@@ -1,0 +1,48 @@
+#pragma once
+// The proxy's own cursor ids, each mapped to (tier, the tier's cursor id).
+// Bounded: past the limit the least recently used cursor is dropped (and
+// killed on its tier). Idle cursors are reaped after the configured timeout.
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace halo::tiering {
+
+class Tier;
+
+struct CursorEntry {
+    Tier* tier = nullptr;
+    int64_t remoteId = 0;
+    std::string ns;
+    bool fastTiered = false;  // a proof-routed cursor on the fast tier (bounded lifetime)
+    std::chrono::steady_clock::time_point created;
+    std::chrono::steady_clock::time_point lastUsed;
+};
+
+class CursorMap {
+  public:
+    explicit CursorMap(size_t max) : max_(max), rng_(std::random_device{}()) {}
+
+    /// Registers a tier cursor and returns the proxy's id for it. Entries pushed
+    /// out by the bound are appended to `dropped` (to be killed on their tier).
+    int64_t add(CursorEntry e, std::vector<CursorEntry>* dropped);
+    std::optional<CursorEntry> find(int64_t id);
+    void touch(int64_t id);
+    void erase(int64_t id);
+    /// Removes and returns cursors idle for longer than `idle`.
+    std::vector<CursorEntry> reap(std::chrono::milliseconds idle);
+    size_t size() const;
+
+  private:
+    size_t max_;
+    mutable std::mutex mu_;
+    std::mt19937_64 rng_;
+    std::unordered_map<int64_t, CursorEntry> map_;
+};
+
+}  // namespace halo::tiering

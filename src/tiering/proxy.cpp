@@ -1,0 +1,1196 @@
+#include "tiering/proxy.h"
+
+#include <fmt/format.h>
+
+#include <future>
+#include <limits>
+#include <set>
+
+#include "common/log.h"
+#include "tiering/workers.h"
+#include "wire/message.h"
+
+namespace halo::tiering {
+
+namespace {
+
+constexpr int32_t kDefaultMaxWire = 17;  // MongoDB 6.0
+
+OpTime toOpTime(const bson_iter_t& it) {
+    if (!BSON_ITER_HOLDS_TIMESTAMP(&it)) return 0;
+    uint32_t t, i;
+    bson_iter_timestamp(&it, &t, &i);
+    return (static_cast<OpTime>(t) << 32) | i;
+}
+
+void appendOpTime(bson_t* b, const char* key, OpTime t) {
+    bson_append_timestamp(b, key, -1, static_cast<uint32_t>(t >> 32),
+                          static_cast<uint32_t>(t & 0xffffffff));
+}
+
+std::string str(const bson_t* d, const char* k) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, d, k) && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, nullptr);
+    return {};
+}
+
+bool truthy(const bson_t* d, const char* k) {
+    bson_iter_t it;
+    return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
+}
+
+bson::Doc errorDoc(const Status& s) {
+    bson::Doc d;
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 0.0);
+    BSON_APPEND_UTF8(d.mut(), "errmsg", s.reason().c_str());
+    BSON_APPEND_INT32(d.mut(), "code", s.codeNumber());
+    std::string name(codeName(s.code()));
+    BSON_APPEND_UTF8(d.mut(), "codeName", name.c_str());
+    return d;
+}
+
+/// The afterClusterTime of a command's readConcern, 0 when none.
+OpTime afterClusterTime(const bson_t* cmd) {
+    bson_t rc;
+    if (!bson::subDocument(cmd, "readConcern", &rc)) return 0;
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, &rc, "afterClusterTime")) return 0;
+    return toOpTime(it);
+}
+
+/// A copy of `cmd` fit to send to a tier: without the client's $clusterTime
+/// (it belongs to the proxy's clock), and for the archive without
+/// afterClusterTime (the archive has its own clock; the proxy waits instead).
+bson::Doc forwardBody(const bson_t* cmd, bool toArchive) {
+    bson::Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "$clusterTime") continue;
+        if (toArchive && k == "readConcern" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t rc;
+            bson_iter_recurse(&it, &rc);
+            bson_t sub;
+            bson_append_document_begin(out.mut(), "readConcern", -1, &sub);
+            while (bson_iter_next(&rc))
+                if (std::string_view(bson_iter_key(&rc)) != "afterClusterTime")
+                    bson_append_iter(&sub, nullptr, 0, &rc);
+            bson_append_document_end(out.mut(), &sub);
+            continue;
+        }
+        bson_append_iter(out.mut(), nullptr, 0, &it);
+    }
+    return out;
+}
+
+/// The whole request frame for a tier: the new body plus the client's
+/// document sequences, copied byte for byte.
+Frame buildForward(const wire::OpMsg& msg, const bson_t* body) {
+    std::vector<bson::View> views;
+    size_t total = 0;
+    for (auto& s : msg.sequences) total += s.documents.size();
+    views.reserve(total);
+    std::vector<std::pair<std::string, std::vector<const bson_t*>>> seqs;
+    for (auto& s : msg.sequences) {
+        std::vector<const bson_t*> docs;
+        for (auto& d : s.documents) {
+            views.emplace_back(d.data(), d.size());
+            docs.push_back(views.back().get());
+        }
+        seqs.emplace_back(s.identifier, std::move(docs));
+    }
+    uint32_t flags = msg.flags & wire::kMoreToCome;
+    return seqs.empty() ? wire::buildOpMsg(0, 0, body, flags)
+                        : wire::buildOpMsgWithSequences(0, 0, body, seqs, flags);
+}
+
+StatusWith<bson::Doc> bodyOf(const Frame& f) {
+    auto m = wire::parseOpMsg(f);
+    if (!m.isOK()) return m.getStatus();
+    return bson::Doc::copyOf(m.getValue().body.data(), m.getValue().body.size());
+}
+
+bool isWriteCommand(std::string_view c) {
+    return c == "insert" || c == "update" || c == "delete" || c == "findAndModify" ||
+           c == "findandmodify";
+}
+
+bool isReadCommand(std::string_view c) {
+    return c == "find" || c == "count" || c == "distinct" || c == "aggregate";
+}
+
+bool isDdlCommand(std::string_view c) {
+    return c == "create" || c == "createIndexes" || c == "dropIndexes" || c == "drop" ||
+           c == "collMod" || c == "deleteIndexes";
+}
+
+/// Documents of an array field or a document sequence named `name`.
+std::vector<bson::View> statements(const wire::OpMsg& msg, const bson_t* body, const char* name) {
+    std::vector<bson::View> out;
+    for (auto& s : msg.sequences)
+        if (s.identifier == name)
+            for (auto& d : s.documents) out.emplace_back(d.data(), d.size());
+    bson_iter_t it, arr;
+    if (bson_iter_init_find(&it, body, name) && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &arr)) {
+        while (bson_iter_next(&arr)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&arr, &len, &data);
+            out.emplace_back(data, len);
+        }
+    }
+    return out;
+}
+
+std::optional<std::vector<Id>> idsNamedBy(const bson_t* filter) {
+    if (auto id = exactId(filter)) {
+        std::vector<Id> v;
+        v.push_back(std::move(*id));
+        return v;
+    }
+    bson_iter_t it, sub, arr;
+    if (bson_iter_init_find(&it, filter, "_id") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) &&
+        std::string_view(bson_iter_key(&sub)) == "$in" && BSON_ITER_HOLDS_ARRAY(&sub)) {
+        bson_iter_t again = sub;
+        if (bson_iter_next(&again)) return std::nullopt;  // more operators than $in
+        std::vector<Id> v;
+        bson_iter_recurse(&sub, &arr);
+        while (bson_iter_next(&arr)) {
+            if (BSON_ITER_HOLDS_REGEX(&arr)) return std::nullopt;
+            v.push_back(makeId(*bson_iter_value(&arr)));
+        }
+        return v;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// One client connection.
+
+class ClientConnection : public net::FrameHandler {
+  public:
+    ClientConnection(Proxy& p, const net::ConnectionInfo& info) : p_(p), info_(info) {}
+
+    asio::awaitable<net::HandlerResult> onFrame(net::Frame frame) override;
+
+  private:
+    using Reply = StatusWith<bson::Doc>;
+
+    asio::awaitable<bson::Doc> dispatch(const wire::OpMsg& msg, const bson_t* cmd,
+                                        const std::string& db);
+    bson::Doc hello(const bson_t* cmd);
+    bson::Doc status();
+    asio::awaitable<bson::Doc> explainRouting(const bson_t* cmd, const std::string& db);
+
+    /// Sends to a tier and rewrites the reply for the client.
+    asio::awaitable<bson::Doc> forward(Tier& tier, const wire::OpMsg& msg, const bson_t* body,
+                                       const std::string& ns, bool fastTiered);
+    asio::awaitable<Reply> send(Tier& tier, const wire::OpMsg& msg, const bson_t* body);
+    bson::Doc rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns, bool fastTiered);
+    void appendClock(bson_t* out, OpTime operationTime);
+
+    asio::awaitable<bson::Doc> getMore(const bson_t* cmd);
+    asio::awaitable<bson::Doc> killCursors(const bson_t* cmd);
+    asio::awaitable<bson::Doc> bothTiers(const wire::OpMsg& msg, const bson_t* cmd);
+
+    asio::awaitable<bson::Doc> tieredRead(const CollectionPolicy& p, std::string_view name,
+                                          const wire::OpMsg& msg, const bson_t* cmd);
+    asio::awaitable<bson::Doc> tieredWrite(const CollectionPolicy& p, std::string_view name,
+                                           const wire::OpMsg& msg, const bson_t* cmd);
+    asio::awaitable<bson::Doc> tieredDelete(const CollectionPolicy& p, const wire::OpMsg& msg,
+                                            const bson_t* cmd);
+    asio::awaitable<bson::Doc> tieredRemove(const CollectionPolicy& p, const bson_t* cmd);
+    asio::awaitable<Status> promoteFor(const CollectionPolicy& p, const bson_t* filter);
+    asio::awaitable<Status> awaitFeeder(const std::string& ns, OpTime after);
+    void noteWriteReply(const std::string& ns, const bson_t* reply);
+
+    Proxy& p_;
+    net::ConnectionInfo info_;
+    std::optional<wire::Compressor> compressor_;
+    int32_t nextResponseId_ = 1;
+};
+
+asio::awaitable<net::HandlerResult> ClientConnection::onFrame(net::Frame frame) {
+    auto hsw = wire::parseHeader(frame);
+    if (!hsw.isOK() || static_cast<size_t>(hsw.getValue().messageLength) != frame.size())
+        co_return net::HandlerResult{std::nullopt, true};
+    wire::Header h = hsw.getValue();
+    std::optional<wire::Compressor> replyCompressor;
+    if (h.opCode == static_cast<int32_t>(wire::OpCode::Compressed)) {
+        auto d = wire::decompress(h, std::span<const uint8_t>(frame).subspan(wire::kHeaderSize));
+        if (!d.isOK()) co_return net::HandlerResult{std::nullopt, true};
+        replyCompressor = static_cast<wire::Compressor>(frame[wire::kHeaderSize + 8]);
+        if (*replyCompressor == wire::Compressor::Noop) replyCompressor.reset();
+        frame = std::move(d.getValue());
+        h = wire::parseHeader(frame).getValue();
+    }
+    auto finish = [&](Frame out) -> net::HandlerResult {
+        if (replyCompressor) {
+            auto c = wire::compress(out, *replyCompressor);
+            if (c.isOK()) out = std::move(c.getValue());
+        }
+        return {std::move(out), false};
+    };
+    if (h.opCode == static_cast<int32_t>(wire::OpCode::Query)) {
+        auto q = wire::parseOpQuery(frame);
+        bson::Doc reply;
+        if (!q.isOK()) {
+            reply = errorDoc(q.getStatus());
+        } else {
+            bson::View v(q.getValue().query.data(), q.getValue().query.size());
+            const bson_t* cmd = v.get();
+            bson_t inner;
+            if (bson::subDocument(cmd, "$query", &inner) || bson::subDocument(cmd, "query", &inner))
+                cmd = &inner;
+            bson_iter_t it;
+            std::string name;
+            if (bson_iter_init(&it, cmd) && bson_iter_next(&it)) name = bson_iter_key(&it);
+            if (name == "hello" || name == "isMaster" || name == "ismaster")
+                reply = hello(cmd);
+            else
+                reply = errorDoc(Status(ErrorCode::CommandNotSupported,
+                                        "OP_QUERY is supported only for the handshake"));
+        }
+        co_return finish(wire::buildOpReply(nextResponseId_++, h.requestId, reply.get()));
+    }
+    if (h.opCode != static_cast<int32_t>(wire::OpCode::Msg))
+        co_return net::HandlerResult{std::nullopt, true};
+    auto m = wire::parseOpMsg(frame);
+    bson::Doc reply;
+    bool moreToCome = false;
+    if (!m.isOK()) {
+        reply = errorDoc(m.getStatus());
+    } else {
+        moreToCome = (m.getValue().flags & wire::kMoreToCome) != 0;
+        const bson_t* cmd;
+        bson::View body(m.getValue().body.data(), m.getValue().body.size());
+        cmd = body.get();
+        std::string db = str(cmd, "$db");
+        if (db.empty()) {
+            reply = errorDoc(
+                Status(ErrorCode::Location40571, "OP_MSG requests require a $db argument"));
+        } else {
+            try {
+                reply = co_await dispatch(m.getValue(), cmd, db);
+            } catch (const DBException& e) {
+                reply = errorDoc(e.status());
+            } catch (const std::exception& e) {
+                reply = errorDoc(Status(ErrorCode::InternalError, e.what()));
+            }
+        }
+    }
+    if (moreToCome) co_return net::HandlerResult{std::nullopt, false};
+    co_return finish(wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get()));
+}
+
+bson::Doc ClientConnection::hello(const bson_t* cmd) {
+    TierInfo f = p_.fast().info(), a = p_.archive().info();
+    bson::Doc d;
+    bool modern = bson_has_field(cmd, "hello");
+    if (modern)
+        BSON_APPEND_BOOL(d.mut(), "isWritablePrimary", true);
+    else
+        BSON_APPEND_BOOL(d.mut(), "ismaster", true);
+    if (truthy(cmd, "helloOk")) BSON_APPEND_BOOL(d.mut(), "helloOk", true);
+    BSON_APPEND_UTF8(d.mut(), "msg", "isdbgrid");
+    BSON_APPEND_INT32(d.mut(), "maxBsonObjectSize",
+                      std::min(f.maxBsonObjectSize, a.maxBsonObjectSize));
+    BSON_APPEND_INT32(d.mut(), "maxMessageSizeBytes",
+                      std::min(f.maxMessageSizeBytes, a.maxMessageSizeBytes));
+    BSON_APPEND_INT32(d.mut(), "maxWriteBatchSize",
+                      std::min(f.maxWriteBatchSize, a.maxWriteBatchSize));
+    BSON_APPEND_DATE_TIME(d.mut(), "localTime", nowMillis());
+    BSON_APPEND_INT64(d.mut(), "logicalSessionTimeoutMinutes",
+                      std::min(f.logicalSessionTimeoutMinutes, a.logicalSessionTimeoutMinutes));
+    BSON_APPEND_INT64(d.mut(), "connectionId", static_cast<int64_t>(info_.id));
+    BSON_APPEND_INT32(d.mut(), "minWireVersion", std::max(f.minWireVersion, a.minWireVersion));
+    int32_t maxWire = std::min(f.maxWireVersion ? f.maxWireVersion : kDefaultMaxWire,
+                               a.maxWireVersion ? a.maxWireVersion : kDefaultMaxWire);
+    BSON_APPEND_INT32(d.mut(), "maxWireVersion", maxWire);
+    BSON_APPEND_BOOL(d.mut(), "readOnly", false);
+    bson_t comp;
+    if (bson::subDocument(cmd, "compression", &comp)) {
+        bson_iter_t it;
+        bson_iter_init(&it, &comp);
+        while (bson_iter_next(&it)) {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) continue;
+            wire::Compressor c;
+            if (wire::compressorFromName(bson_iter_utf8(&it, nullptr), &c) &&
+                c != wire::Compressor::Noop) {
+                bson_t arr;
+                BSON_APPEND_ARRAY_BEGIN(d.mut(), "compression", &arr);
+                BSON_APPEND_UTF8(&arr, "0", bson_iter_utf8(&it, nullptr));
+                bson_append_array_end(d.mut(), &arr);
+                compressor_ = c;
+                break;
+            }
+        }
+    }
+    appendClock(d.mut(), 0);
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+    return d;
+}
+
+void ClientConnection::appendClock(bson_t* out, OpTime operationTime) {
+    OpTime now = p_.state().fastClusterTime.load();
+    if (operationTime) appendOpTime(out, "operationTime", operationTime);
+    if (!now) return;
+    bson_t ct, sig;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "$clusterTime", &ct);
+    appendOpTime(&ct, "clusterTime", now);
+    BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
+    uint8_t zeros[20] = {};
+    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, sizeof zeros);
+    BSON_APPEND_INT64(&sig, "keyId", 0);
+    bson_append_document_end(&ct, &sig);
+    bson_append_document_end(out, &ct);
+}
+
+asio::awaitable<ClientConnection::Reply> ClientConnection::send(Tier& tier, const wire::OpMsg& msg,
+                                                                const bson_t* body) {
+    auto r = co_await tier.roundTrip(buildForward(msg, body));
+    if (!r.isOK()) co_return r.getStatus();
+    co_return bodyOf(r.getValue());
+}
+
+bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns,
+                                         bool fastTiered) {
+    bool fromFast = &tier == &p_.fast();
+    bson::Doc out;
+    OpTime opTime = 0;
+    bson_iter_t it;
+    bson_iter_init(&it, reply);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "$clusterTime") {
+            bson_iter_t sub;
+            if (fromFast && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) &&
+                bson_iter_find(&sub, "clusterTime"))
+                p_.state().noteFastTime(toOpTime(sub));
+            continue;
+        }
+        if (k == "operationTime") {
+            if (fromFast) {
+                opTime = toOpTime(it);
+                p_.state().noteFastTime(opTime);
+            }
+            continue;
+        }
+        if (k == "cursor" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t c;
+            bson_iter_recurse(&it, &c);
+            bson_t sub;
+            bson_append_document_begin(out.mut(), "cursor", 6, &sub);
+            while (bson_iter_next(&c)) {
+                if (std::string_view(bson_iter_key(&c)) == "id" && BSON_ITER_HOLDS_INT64(&c) &&
+                    bson_iter_int64(&c) != 0) {
+                    CursorEntry e;
+                    e.tier = &tier;
+                    e.remoteId = bson_iter_int64(&c);
+                    e.ns = ns;
+                    e.fastTiered = fastTiered;
+                    std::vector<CursorEntry> dropped;
+                    int64_t id = p_.cursors().add(std::move(e), &dropped);
+                    if (!dropped.empty()) p_.killRemote(dropped);
+                    BSON_APPEND_INT64(&sub, "id", id);
+                    continue;
+                }
+                bson_append_iter(&sub, nullptr, 0, &c);
+            }
+            bson_append_document_end(out.mut(), &sub);
+            continue;
+        }
+        bson_append_iter(out.mut(), nullptr, 0, &it);
+    }
+    if (!fromFast) opTime = p_.state().fastClusterTime.load();
+    appendClock(out.mut(), opTime);
+    return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::forward(Tier& tier, const wire::OpMsg& msg,
+                                                     const bson_t* body, const std::string& ns,
+                                                     bool fastTiered) {
+    auto r = co_await send(tier, msg, body);
+    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    co_return rewriteReply(tier, r.getValue().get(), ns, fastTiered);
+}
+
+asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpTime after) {
+    OpTime target = after;
+    if (p_.config().causalReads) target = std::max(target, p_.router().causalTarget(ns));
+    if (target == 0 || p_.state().feederApplied.load() >= target) co_return Status::OK();
+    auto deadline = std::chrono::steady_clock::now() + p_.config().causalWaitTimeout;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (p_.state().feederApplied.load() < target) {
+        if (std::chrono::steady_clock::now() >= deadline)
+            co_return Status(
+                ErrorCode::ExceededTimeLimit,
+                fmt::format("halocline: the archive has not yet received writes to {} that this "
+                            "proxy acknowledged (feeder behind by {} ms); waited {} ms "
+                            "(tiering.causalWaitTimeout)",
+                            ns, p_.state().feederLagMillis.load(),
+                            p_.config().causalWaitTimeout.count()));
+        timer.expires_after(std::chrono::milliseconds(2));
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return Status::OK();
+}
+
+void ClientConnection::noteWriteReply(const std::string& ns, const bson_t* reply) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, reply, "operationTime")) p_.router().noteWrite(ns, toOpTime(it));
+}
+
+asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, const bson_t* cmd,
+                                                      const std::string& db) {
+    bson_iter_t first;
+    if (!bson_iter_init(&first, cmd) || !bson_iter_next(&first))
+        co_return errorDoc(Status(ErrorCode::Location40571, "empty command"));
+    std::string name = bson_iter_key(&first);
+    if (name == "hello" || name == "isMaster" || name == "ismaster") co_return hello(cmd);
+    if (name == "ping") {
+        bson::Doc d;
+        BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+        appendClock(d.mut(), 0);
+        co_return d;
+    }
+    if (name == "haloclineStatus") co_return status();
+    if (name == "haloclineExplain") co_return co_await explainRouting(cmd, db);
+    if (name == "getMore") co_return co_await getMore(cmd);
+    if (name == "killCursors") co_return co_await killCursors(cmd);
+    if (name == "endSessions" || name == "killSessions" || name == "killAllSessions")
+        co_return co_await bothTiers(msg, cmd);
+
+    // The namespace a collection command names.
+    std::string ns;
+    if (BSON_ITER_HOLDS_UTF8(&first)) ns = db + "." + bson_iter_utf8(&first, nullptr);
+    const CollectionPolicy* policy = ns.empty() ? nullptr : p_.config().policyFor(ns);
+    if (name == "explain") {
+        bson_t inner;
+        if (bson::subDocument(cmd, "explain", &inner)) {
+            bson_iter_t ii;
+            if (bson_iter_init(&ii, &inner) && bson_iter_next(&ii) && BSON_ITER_HOLDS_UTF8(&ii)) {
+                ns = db + "." + bson_iter_utf8(&ii, nullptr);
+                policy = p_.config().policyFor(ns);
+                if (policy) {
+                    std::string innerName = bson_iter_key(&ii);
+                    Decision d =
+                        isReadCommand(innerName)
+                            ? p_.router().routeRead(*policy, innerName, &inner)
+                            : Decision{Route::Fast, "writes land in the fast tier", {}, {}};
+                    if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
+                    bool toFast = d.route == Route::Fast || d.route == Route::FastThenArchive;
+                    bson::Doc body = forwardBody(cmd, !toFast);
+                    if (!toFast) {
+                        Status w = co_await awaitFeeder(ns, afterClusterTime(cmd));
+                        if (!w.isOK()) co_return errorDoc(w);
+                    }
+                    co_return co_await forward(toFast ? p_.fast() : p_.archive(), msg, body.get(),
+                                               ns, false);
+                }
+            }
+        }
+    }
+    bool inTxn = bson_has_field(cmd, "autocommit") || bson_has_field(cmd, "startTransaction");
+    if (policy && inTxn)
+        co_return errorDoc(Status(
+            ErrorCode::OperationNotSupportedInTransaction,
+            fmt::format("halocline: {} is a tiered collection; transactions on it are not "
+                        "supported because its writes would have to commit atomically in two "
+                        "replica sets (see docs/CONSISTENCY.md)",
+                        ns)));
+    if (name == "aggregate" && !policy) {
+        // A database- or cluster-wide change stream would miss or distort tiered writes.
+        bson_t pipeline;
+        bson_iter_t it, st;
+        if (bson::subDocument(cmd, "pipeline", &pipeline) && bson_iter_init(&it, &pipeline) &&
+            bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) &&
+            bson_iter_next(&st) && std::string_view(bson_iter_key(&st)) == "$changeStream" &&
+            ns.empty()) {
+            for (const auto& c : p_.config().collections) {
+                if (db == "admin" || splitNs(c.ns).first == db)
+                    co_return errorDoc(Status(
+                        ErrorCode::CommandNotSupported,
+                        fmt::format("halocline: a change stream over {} would include the tiered "
+                                    "collection {}, which is not supported; watch untiered "
+                                    "collections individually",
+                                    db == "admin" ? std::string("the cluster") : "database " + db,
+                                    c.ns)));
+            }
+        }
+    }
+    if (policy) {
+        if (isReadCommand(name)) co_return co_await tieredRead(*policy, name, msg, cmd);
+        if (isWriteCommand(name)) co_return co_await tieredWrite(*policy, name, msg, cmd);
+        if (isDdlCommand(name)) co_return co_await bothTiers(msg, cmd);
+        if (name == "renameCollection")
+            co_return errorDoc(Status(ErrorCode::IllegalOperation,
+                                      "halocline: renaming a tiered collection is not supported"));
+        // listIndexes, collStats, validate...: the archive holds the whole collection.
+    }
+    if (name == "renameCollection" || name == "dropDatabase") {
+        for (const auto& c : p_.config().collections) {
+            bool hit = name == "dropDatabase"
+                           ? splitNs(c.ns).first == db
+                           : str(cmd, "renameCollection") == c.ns || str(cmd, "to") == c.ns;
+            if (hit && name == "renameCollection")
+                co_return errorDoc(Status(ErrorCode::IllegalOperation,
+                                          "halocline: renaming to or from a tiered collection "
+                                          "is not supported"));
+            if (hit) co_return co_await bothTiers(msg, cmd);
+        }
+    }
+    // Everything else is the archive's: untiered collections pass through untouched.
+    bson::Doc body = forwardBody(cmd, true);
+    co_return co_await forward(p_.archive(), msg, body.get(), ns, false);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, const bson_t* cmd) {
+    // The archive first: it is the system of record; then the fast tier.
+    bson::Doc ab = forwardBody(cmd, true);
+    auto a = co_await send(p_.archive(), msg, ab.get());
+    if (!a.isOK()) co_return errorDoc(a.getStatus());
+    bson::Doc fb = forwardBody(cmd, false);
+    auto f = co_await send(p_.fast(), msg, fb.get());
+    if (f.isOK()) {
+        Status fs = replyStatus(f.getValue().get());
+        Status as = replyStatus(a.getValue().get());
+        if (!fs.isOK() && as.isOK() && fs.code() != ErrorCode::NamespaceNotFound)
+            co_return rewriteReply(p_.fast(), f.getValue().get(), "", false);
+    } else {
+        co_return errorDoc(f.getStatus());
+    }
+    co_return rewriteReply(p_.archive(), a.getValue().get(), "", false);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, cmd, "getMore") || !BSON_ITER_HOLDS_INT64(&it))
+        co_return errorDoc(
+            Status(ErrorCode::TypeMismatch, "Field 'getMore' must be of type long in: getMore"));
+    int64_t id = bson_iter_int64(&it);
+    auto e = p_.cursors().find(id);
+    if (!e)
+        co_return errorDoc(
+            Status(ErrorCode::CursorNotFound, fmt::format("cursor id {} not found", id)));
+    if (e->fastTiered &&
+        std::chrono::steady_clock::now() - e->created > p_.config().clockSkewGuard / 2) {
+        p_.cursors().erase(id);
+        p_.killRemote({*e});
+        co_return errorDoc(Status(
+            ErrorCode::CursorNotFound,
+            fmt::format("halocline: cursor id {} on the fast tier outlived half the clock-skew "
+                        "guard ({} ms), after which eviction may reach its range; run the query "
+                        "again",
+                        id, p_.config().clockSkewGuard.count())));
+    }
+    bson::Doc body;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "$clusterTime" || k == "lsid" || k == "txnNumber") continue;
+        if (k == "getMore") {
+            BSON_APPEND_INT64(body.mut(), "getMore", e->remoteId);
+            continue;
+        }
+        bson_append_iter(body.mut(), nullptr, 0, &it);
+    }
+    wire::OpMsg none;
+    auto r = co_await send(*e->tier, none, body.get());
+    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    // Map the tier's cursor id back to ours; a finished cursor leaves the map.
+    bson::Doc out;
+    bson_iter_init(&it, r.getValue().get());
+    bool fromFast = e->tier == &p_.fast();
+    OpTime opTime = 0;
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "$clusterTime") continue;
+        if (k == "operationTime") {
+            if (fromFast) opTime = toOpTime(it);
+            continue;
+        }
+        if (k == "cursor" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t c;
+            bson_iter_recurse(&it, &c);
+            bson_t sub;
+            bson_append_document_begin(out.mut(), "cursor", 6, &sub);
+            while (bson_iter_next(&c)) {
+                if (std::string_view(bson_iter_key(&c)) == "id") {
+                    int64_t remote = bson_iter_as_int64(&c);
+                    if (remote == 0) p_.cursors().erase(id);
+                    BSON_APPEND_INT64(&sub, "id", remote == 0 ? 0 : id);
+                    continue;
+                }
+                bson_append_iter(&sub, nullptr, 0, &c);
+            }
+            bson_append_document_end(out.mut(), &sub);
+            continue;
+        }
+        bson_append_iter(out.mut(), nullptr, 0, &it);
+    }
+    if (Status s = replyStatus(r.getValue().get());
+        !s.isOK() && s.code() == ErrorCode::CursorNotFound)
+        p_.cursors().erase(id);
+    if (!fromFast) opTime = p_.state().fastClusterTime.load();
+    appendClock(out.mut(), opTime);
+    co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::killCursors(const bson_t* cmd) {
+    std::string coll = str(cmd, "killCursors");
+    std::string db = str(cmd, "$db");
+    bson_t ids;
+    std::vector<int64_t> killed, notFound;
+    std::vector<CursorEntry> remote;
+    if (bson::subDocument(cmd, "cursors", &ids)) {
+        bson_iter_t it;
+        bson_iter_init(&it, &ids);
+        while (bson_iter_next(&it)) {
+            int64_t id = bson_iter_as_int64(&it);
+            auto e = p_.cursors().find(id);
+            if (!e) {
+                notFound.push_back(id);
+                continue;
+            }
+            p_.cursors().erase(id);
+            killed.push_back(id);
+            remote.push_back(*e);
+        }
+    }
+    p_.killRemote(remote);
+    bson::Doc out;
+    auto list = [&](const char* k, const std::vector<int64_t>& v) {
+        bson_t arr;
+        bson_append_array_begin(out.mut(), k, -1, &arr);
+        for (size_t i = 0; i < v.size(); ++i) {
+            std::string key = std::to_string(i);
+            BSON_APPEND_INT64(&arr, key.c_str(), v[i]);
+        }
+        bson_append_array_end(out.mut(), &arr);
+    };
+    list("cursorsKilled", killed);
+    list("cursorsNotFound", notFound);
+    list("cursorsAlive", {});
+    list("cursorsUnknown", {});
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    appendClock(out.mut(), 0);
+    co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& p,
+                                                        std::string_view name,
+                                                        const wire::OpMsg& msg, const bson_t* cmd) {
+    Decision d = p_.router().routeRead(p, name, cmd);
+    auto* prog = p_.state().progress(p.ns);
+    if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
+    if (d.route == Route::Fast) {
+        prog->routedFast++;
+        bson::Doc body = forwardBody(cmd, false);
+        co_return co_await forward(p_.fast(), msg, body.get(), p.ns, true);
+    }
+    if (d.route == Route::FastThenArchive) {
+        bson::Doc fbody = forwardBody(cmd, false);
+        auto r = co_await send(p_.fast(), msg, fbody.get());
+        if (!r.isOK()) co_return errorDoc(r.getStatus());
+        const bson_t* reply = r.getValue().get();
+        bson_t cursor, batch;
+        bool nonEmpty = false;
+        if (bson::subDocument(reply, "cursor", &cursor) &&
+            bson::subDocument(&cursor, "firstBatch", &batch))
+            nonEmpty = !bson_empty(&batch);
+        bool okReply = replyStatus(reply).isOK();
+        bool answered = !okReply || nonEmpty;
+        if (!answered) {
+            // Empty: does the fast tier know the document (present but not
+            // matching, or deleted)? Then the empty answer stands (invariant A).
+            std::vector<Id> ids;
+            ids.push_back(d.lookupId->copy());
+            auto pres = co_await fastPresence(p_.tiers(), p.ns, ids);
+            if (!pres.isOK()) co_return errorDoc(pres.getStatus());
+            answered = pres.getValue().present[0] || pres.getValue().tombstoned[0];
+        }
+        if (answered) {
+            prog->idLookupHits++;
+            prog->routedFast++;
+            co_return rewriteReply(p_.fast(), reply, p.ns, true);
+        }
+        // Neither in the fast tier nor tombstoned: the archive's copy is the latest.
+        prog->idLookupMisses++;
+        prog->routedArchive++;
+        bson::Doc abody = forwardBody(cmd, true);
+        auto ar = co_await send(p_.archive(), msg, abody.get());
+        if (!ar.isOK()) co_return errorDoc(ar.getStatus());
+        if (p.promoteOnRead && p_.config().workersEnabled) {
+            // Copy it up in the background when it is inside the horizon.
+            bson_t c2, b2;
+            bson_iter_t it;
+            if (bson::subDocument(ar.getValue().get(), "cursor", &c2) &&
+                bson::subDocument(&c2, "firstBatch", &b2) && bson_iter_init(&it, &b2) &&
+                bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                uint32_t len;
+                const uint8_t* data;
+                bson_iter_document(&it, &len, &data);
+                bson::View v(data, len);
+                bson_iter_t age;
+                bool recent = false;
+                if (bson::findDotted(v.get(), p.ageField, &age)) {
+                    int64_t ms = std::numeric_limits<int64_t>::min();
+                    if (BSON_ITER_HOLDS_DATE_TIME(&age)) ms = bson_iter_date_time(&age);
+                    if (BSON_ITER_HOLDS_OID(&age))
+                        ms = static_cast<int64_t>(bson_oid_get_time_t(bson_iter_oid(&age))) * 1000;
+                    recent = ms > nowMillis() - p.horizon.count();
+                }
+                if (recent) {
+                    auto ns = p.ns;
+                    auto id = d.lookupId->copy();
+                    auto* proxy = &p_;
+                    asio::co_spawn(
+                        p_.io(),
+                        [proxy, ns, id = std::move(id)]() -> asio::awaitable<void> {
+                            std::vector<Id> ids;
+                            ids.push_back(id.copy());
+                            auto r = co_await promoteIds(proxy->tiers(), ns, ids);
+                            if (r.isOK())
+                                if (auto* pr = proxy->state().progress(ns))
+                                    pr->promoted += r.getValue();
+                        },
+                        asio::detached);
+                }
+            }
+        }
+        co_return rewriteReply(p_.archive(), ar.getValue().get(), p.ns, false);
+    }
+    prog->routedArchive++;
+    Status w = co_await awaitFeeder(p.ns, afterClusterTime(cmd));
+    if (!w.isOK()) co_return errorDoc(w);
+    bson::Doc body = forwardBody(cmd, true);
+    co_return co_await forward(p_.archive(), msg, body.get(), p.ns, false);
+}
+
+asio::awaitable<Status> ClientConnection::promoteFor(const CollectionPolicy& p,
+                                                     const bson_t* filter) {
+    auto ids = idsNamedBy(filter);
+    // (Not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
+    StatusWith<int64_t> r = int64_t{0};
+    if (ids)
+        r = co_await promoteIds(p_.tiers(), p.ns, *ids);
+    else
+        r = co_await promoteMatching(p_.tiers(), p.ns, filter);
+    if (!r.isOK()) co_return r.getStatus();
+    if (auto* prog = p_.state().progress(p.ns)) prog->promoted += r.getValue();
+    co_return Status::OK();
+}
+
+asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy& p,
+                                                         std::string_view name,
+                                                         const wire::OpMsg& msg,
+                                                         const bson_t* cmd) {
+    if (name == "delete") co_return co_await tieredDelete(p, msg, cmd);
+    if (name == "insert") {
+        std::vector<Id> ids;
+        for (auto& d : statements(msg, cmd, "documents")) {
+            Id id;
+            if (idOf(d.get(), &id)) ids.push_back(std::move(id));
+        }
+        auto r = co_await promoteIds(p_.tiers(), p.ns, ids);
+        if (!r.isOK()) co_return errorDoc(r.getStatus());
+        if (auto* prog = p_.state().progress(p.ns)) prog->promoted += r.getValue();
+    } else if (name == "update") {
+        for (auto& u : statements(msg, cmd, "updates")) {
+            bson_t q;
+            if (!bson::subDocument(u.get(), "q", &q)) continue;
+            Status s = co_await promoteFor(p, &q);
+            if (!s.isOK()) co_return errorDoc(s);
+        }
+    } else {  // findAndModify
+        bson_t q;
+        bson_t empty = BSON_INITIALIZER;
+        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        Status s = co_await promoteFor(p, &q);
+        if (!s.isOK()) co_return errorDoc(s);
+        if (truthy(cmd, "remove")) co_return co_await tieredRemove(p, cmd);
+    }
+    bson::Doc body = forwardBody(cmd, false);
+    auto r = co_await send(p_.fast(), msg, body.get());
+    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    noteWriteReply(p.ns, r.getValue().get());
+    co_return rewriteReply(p_.fast(), r.getValue().get(), p.ns, false);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy& p,
+                                                          const wire::OpMsg& msg,
+                                                          const bson_t* cmd) {
+    bson_iter_t it;
+    bool ordered = !bson_iter_init_find(&it, cmd, "ordered") || bson_iter_as_bool(&it);
+    int64_t n = 0;
+    bson::Doc errors;
+    int nErrors = 0;
+    OpTime last = 0;
+    auto stmts = statements(msg, cmd, "deletes");
+    for (size_t i = 0; i < stmts.size(); ++i) {
+        bson_t q, collation;
+        bson_t empty = BSON_INITIALIZER;
+        if (!bson::subDocument(stmts[i].get(), "q", &q)) q = empty;
+        bool hasCollation = bson::subDocument(stmts[i].get(), "collation", &collation);
+        int64_t limit = 0;
+        if (bson_iter_init_find(&it, stmts[i].get(), "limit")) limit = bson_iter_as_int64(&it);
+        Status s = co_await promoteFor(p, &q);
+        StatusWith<DeleteResult> r = s;
+        if (s.isOK())
+            r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
+                                              hasCollation ? &collation : nullptr);
+        if (!r.isOK()) {
+            bson_t e;
+            std::string key = std::to_string(nErrors++);
+            BSON_APPEND_DOCUMENT_BEGIN(errors.mut(), key.c_str(), &e);
+            BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(i));
+            BSON_APPEND_INT32(&e, "code", r.getStatus().codeNumber());
+            BSON_APPEND_UTF8(&e, "errmsg", r.getStatus().reason().c_str());
+            bson_append_document_end(errors.mut(), &e);
+            if (ordered) break;
+            continue;
+        }
+        n += r.getValue().n;
+        if (r.getValue().operationTime.size() > 5) {
+            bson_iter_t t;
+            if (bson_iter_init_find(&t, r.getValue().operationTime.get(), "t")) {
+                last = std::max(last, toOpTime(t));
+            }
+        }
+    }
+    if (last) {
+        p_.router().noteWrite(p.ns, last);
+        p_.state().noteFastTime(last);
+    }
+    bson::Doc out;
+    BSON_APPEND_INT64(out.mut(), "n", n);
+    if (nErrors) BSON_APPEND_ARRAY(out.mut(), "writeErrors", errors.get());
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    appendClock(out.mut(), last ? last : p_.state().fastClusterTime.load());
+    co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy& p,
+                                                          const bson_t* cmd) {
+    bson_t q, sort, collation, fields;
+    bson_t empty = BSON_INITIALIZER;
+    if (!bson::subDocument(cmd, "query", &q)) q = empty;
+    bool hasSort = bson::subDocument(cmd, "sort", &sort);
+    bool hasCollation = bson::subDocument(cmd, "collation", &collation);
+    if (bson::subDocument(cmd, "fields", &fields) && !bson_empty(&fields))
+        co_return errorDoc(Status(ErrorCode::InvalidOptions,
+                                  "halocline: findAndModify with remove and a projection is not "
+                                  "supported on a tiered collection"));
+    auto r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, 1, hasSort ? &sort : nullptr,
+                                           hasCollation ? &collation : nullptr);
+    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    OpTime t = 0;
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, r.getValue().operationTime.get(), "t")) t = toOpTime(it);
+    if (t) {
+        p_.router().noteWrite(p.ns, t);
+        p_.state().noteFastTime(t);
+    }
+    bson::Doc out;
+    bson_t leo;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "lastErrorObject", &leo);
+    BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(r.getValue().n));
+    bson_append_document_end(out.mut(), &leo);
+    if (r.getValue().deleted)
+        BSON_APPEND_DOCUMENT(out.mut(), "value", r.getValue().deleted->get());
+    else
+        BSON_APPEND_NULL(out.mut(), "value");
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    appendClock(out.mut(), t ? t : p_.state().fastClusterTime.load());
+    co_return out;
+}
+
+bson::Doc ClientConnection::status() {
+    auto& s = p_.state();
+    bson::Doc d;
+    bson_t tiers, t;
+    BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "tiers", &tiers);
+    for (Tier* tier : {&p_.fast(), &p_.archive()}) {
+        bson_append_document_begin(&tiers, tier->name().c_str(), -1, &t);
+        BSON_APPEND_BOOL(&t, "reachable", tier->reachable());
+        std::string primary = tier->info().primary;
+        BSON_APPEND_UTF8(&t, "primary", primary.c_str());
+        bson_append_document_end(&tiers, &t);
+    }
+    bson_append_document_end(d.mut(), &tiers);
+    bson_t w;
+    BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "workers", &w);
+    static const char* roles[] = {"disabled", "standby", "leader"};
+    BSON_APPEND_UTF8(&w, "role", roles[s.role.load()]);
+    bson_append_document_end(d.mut(), &w);
+    bson_t f;
+    BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "feeder", &f);
+    appendOpTime(&f, "appliedTime", s.feederApplied.load());
+    BSON_APPEND_INT64(&f, "lagOps", s.feederLagOps.load());
+    BSON_APPEND_DOUBLE(&f, "lagSeconds", s.feederLagMillis.load() / 1000.0);
+    BSON_APPEND_INT64(&f, "events", s.feederEvents.load());
+    BSON_APPEND_INT64(&f, "archiveWrites", s.feederApplies.load());
+    bson_append_document_end(d.mut(), &f);
+    int64_t fast = 0, archive = 0;
+    bson_t cols;
+    BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "collections", &cols);
+    for (const auto& p : p_.config().collections) {
+        auto* pr = s.progress(p.ns);
+        bson_t c, warm, ev, rt;
+        bson_append_document_begin(&cols, p.ns.c_str(), -1, &c);
+        BSON_APPEND_UTF8(&c, "ageField", p.ageField.c_str());
+        BSON_APPEND_INT64(&c, "horizonMillis", p.horizon.count());
+        BSON_APPEND_DOCUMENT_BEGIN(&c, "warm", &warm);
+        int64_t low = pr->warmLowMs.load();
+        if (low == std::numeric_limits<int64_t>::max())
+            BSON_APPEND_NULL(&warm, "low");
+        else
+            BSON_APPEND_DATE_TIME(&warm, "low", low);
+        BSON_APPEND_BOOL(&warm, "done", pr->warmDone.load());
+        BSON_APPEND_INT64(&warm, "warmed", pr->warmed.load());
+        bson_append_document_end(&c, &warm);
+        int64_t fl = p_.router().fastLowMs(p);
+        if (fl == std::numeric_limits<int64_t>::max())
+            BSON_APPEND_NULL(&c, "fastHoldsAbove");
+        else
+            BSON_APPEND_DATE_TIME(&c, "fastHoldsAbove", fl);
+        BSON_APPEND_DOCUMENT_BEGIN(&c, "evictor", &ev);
+        BSON_APPEND_INT64(&ev, "backlog", pr->evictBacklog.load());
+        BSON_APPEND_INT64(&ev, "evicted", pr->evicted.load());
+        bson_append_document_end(&c, &ev);
+        BSON_APPEND_DOCUMENT_BEGIN(&c, "routing", &rt);
+        int64_t rf = pr->routedFast.load(), ra = pr->routedArchive.load();
+        BSON_APPEND_INT64(&rt, "fast", rf);
+        BSON_APPEND_INT64(&rt, "archive", ra);
+        BSON_APPEND_INT64(&rt, "idLookupHits", pr->idLookupHits.load());
+        BSON_APPEND_INT64(&rt, "idLookupMisses", pr->idLookupMisses.load());
+        BSON_APPEND_INT64(&rt, "promoted", pr->promoted.load());
+        bson_append_document_end(&c, &rt);
+        BSON_APPEND_DOUBLE(&c, "hitRatio", rf + ra ? static_cast<double>(rf) / (rf + ra) : 0.0);
+        bson_append_document_end(&cols, &c);
+        fast += rf;
+        archive += ra;
+    }
+    bson_append_document_end(d.mut(), &cols);
+    bson_t r;
+    BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "routing", &r);
+    BSON_APPEND_INT64(&r, "fast", fast);
+    BSON_APPEND_INT64(&r, "archive", archive);
+    bson_append_document_end(d.mut(), &r);
+    BSON_APPEND_DOUBLE(d.mut(), "hitRatio",
+                       fast + archive ? static_cast<double>(fast) / (fast + archive) : 0.0);
+    BSON_APPEND_INT64(d.mut(), "openCursors", static_cast<int64_t>(p_.cursors().size()));
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+    appendClock(d.mut(), 0);
+    return d;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::explainRouting(const bson_t* cmd,
+                                                            const std::string& reqDb) {
+    bson_t inner;
+    if (!bson::subDocument(cmd, "haloclineExplain", &inner))
+        co_return errorDoc(
+            Status(ErrorCode::TypeMismatch,
+                   "haloclineExplain takes a command document, e.g. "
+                   "{haloclineExplain: {find: 'orders', filter: {...}}, db: 'shop'}"));
+    std::string db = str(cmd, "db");
+    if (db.empty()) db = str(&inner, "$db");
+    if (db.empty()) db = reqDb;
+    bson_iter_t it;
+    std::string name, coll;
+    if (bson_iter_init(&it, &inner) && bson_iter_next(&it)) {
+        name = bson_iter_key(&it);
+        if (BSON_ITER_HOLDS_UTF8(&it)) coll = bson_iter_utf8(&it, nullptr);
+    }
+    std::string ns = coll.empty() ? "" : db + "." + coll;
+    const CollectionPolicy* p = ns.empty() ? nullptr : p_.config().policyFor(ns);
+    Decision d;
+    if (!p) {
+        d.route = Route::Archive;
+        d.reason = ns.empty() ? "not a collection command: the archive answers"
+                              : "untiered collection: passed through to the archive";
+    } else if (bson_has_field(&inner, "autocommit") || bson_has_field(&inner, "startTransaction")) {
+        d.route = Route::Refuse;
+        d.reason = "transactions on tiered collections are refused (code 263)";
+    } else if (isReadCommand(name)) {
+        d = p_.router().routeRead(*p, name, &inner);
+    } else if (isWriteCommand(name)) {
+        d.route = Route::Fast;
+        d.reason =
+            "writes land in the fast tier after the documents they can touch are copied "
+            "up from the archive";
+    } else if (isDdlCommand(name)) {
+        d.route = Route::Archive;
+        d.reason = "schema changes apply to both tiers, the archive first";
+    } else {
+        d.route = Route::Archive;
+        d.reason = "the archive holds the whole collection";
+    }
+    bson::Doc out;
+    std::string route(routeName(d.route));
+    BSON_APPEND_UTF8(out.mut(), "tier", route.c_str());
+    BSON_APPEND_UTF8(out.mut(), "reason", d.reason.c_str());
+    BSON_APPEND_UTF8(out.mut(), "namespace", ns.c_str());
+    BSON_APPEND_BOOL(out.mut(), "tiered", p != nullptr);
+    if (p) {
+        int64_t fl = p_.router().fastLowMs(*p);
+        if (fl == std::numeric_limits<int64_t>::max())
+            BSON_APPEND_NULL(out.mut(), "fastHoldsAbove");
+        else
+            BSON_APPEND_DATE_TIME(out.mut(), "fastHoldsAbove", fl);
+        if (d.route == Route::Archive && isReadCommand(name))
+            BSON_APPEND_BOOL(out.mut(), "waitsForFeeder", p_.config().causalReads);
+    }
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    appendClock(out.mut(), 0);
+    co_return out;
+}
+
+// ---------------------------------------------------------------------------
+
+Proxy::Proxy(ProxyConfig cfg, int threads)
+    : cfg_(std::move(cfg)),
+      threadCount_(threads > 0 ? threads : std::max(2u, std::thread::hardware_concurrency())),
+      fast_(io_, "fast", cfg_.fastUri),
+      archive_(io_, "archive", cfg_.archiveUri),
+      fastSessions_(fast_),
+      tiers_{fast_, archive_, fastSessions_, Metadata{cfg_.metadataDb}},
+      state_(cfg_),
+      router_(cfg_, state_),
+      cursors_(cfg_.maxCursors) {}
+
+Proxy::~Proxy() {
+    stop();
+}
+
+uint16_t Proxy::port() const {
+    return listener_ ? listener_->port() : 0;
+}
+
+void Proxy::killRemote(const std::vector<CursorEntry>& dropped) {
+    for (const auto& e : dropped) {
+        auto [db, coll] = splitNs(e.ns);
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "killCursors", coll.c_str());
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(c.mut(), "cursors", &arr);
+        BSON_APPEND_INT64(&arr, "0", e.remoteId);
+        bson_append_array_end(c.mut(), &arr);
+        BSON_APPEND_UTF8(c.mut(), "$db", db.empty() ? "admin" : db.c_str());
+        Tier* t = e.tier;
+        asio::co_spawn(
+            io_,
+            [t, c = std::move(c)]() -> asio::awaitable<void> { (void)co_await t->run(c.get()); },
+            asio::detached);
+    }
+}
+
+asio::awaitable<void> Proxy::reapLoop() {
+    asio::steady_timer timer(io_);
+    while (true) {
+        timer.expires_after(std::chrono::seconds(1));
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        {
+            std::lock_guard lk(mu_);
+            if (shutdown_) co_return;
+        }
+        killRemote(cursors_.reap(cfg_.cursorTimeout));
+    }
+}
+
+Status Proxy::start(std::chrono::milliseconds tierWait) {
+    for (Tier* t : {&fast_, &archive_}) {
+        Status s = t->init();
+        if (!s.isOK()) return s;
+    }
+    work_.emplace(io_.get_executor());
+    for (int i = 0; i < threadCount_; ++i) threads_.emplace_back([this] { io_.run(); });
+
+    // Wait for both primaries and prepare the fast tier.
+    std::promise<Status> ready;
+    auto fut = ready.get_future();
+    asio::co_spawn(
+        io_,
+        [this, tierWait, &ready]() -> asio::awaitable<void> {
+            auto deadline = std::chrono::steady_clock::now() + tierWait;
+            asio::steady_timer timer(io_);
+            Status last = Status::OK();
+            while (true) {
+                bson::Doc ping;
+                BSON_APPEND_INT32(ping.mut(), "ping", 1);
+                BSON_APPEND_UTF8(ping.mut(), "$db", "admin");
+                auto a = co_await archive_.runOk(ping.get());
+                auto f = co_await fast_.runOk(ping.get());
+                if (a.isOK() && f.isOK()) {
+                    last = co_await ensureSetup(cfg_, tiers_);
+                    if (last.isOK()) break;
+                } else {
+                    last = a.isOK() ? f.getStatus() : a.getStatus();
+                }
+                if (std::chrono::steady_clock::now() >= deadline) break;
+                timer.expires_after(std::chrono::milliseconds(200));
+                asio::error_code ec;
+                co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            }
+            ready.set_value(last);
+        },
+        asio::detached);
+    Status s = fut.get();
+    if (!s.isOK()) return s;
+
+    listener_ = std::make_unique<net::Listener>(
+        io_, cfg_.bindIp, static_cast<uint16_t>(cfg_.port),
+        [this](const net::ConnectionInfo& info) -> std::unique_ptr<net::FrameHandler> {
+            return std::make_unique<ClientConnection>(*this, info);
+        });
+    s = listener_->start();
+    if (!s.isOK()) return s;
+    asio::co_spawn(io_, reapLoop(), asio::detached);
+    if (cfg_.workersEnabled) {
+        std::string owner = fmt::format("{}:{}:{}", cfg_.bindIp, listener_->port(), ::getpid());
+        workers_ = std::make_unique<Workers>(io_, cfg_, tiers_, state_, owner);
+        workers_->start();
+    }
+    log::info("network", 23016, "Waiting for connections",
+              fmt::format(R"({{"port":{},"ssl":"off"}})", listener_->port()));
+    return Status::OK();
+}
+
+void Proxy::requestShutdown() {
+    std::lock_guard lk(mu_);
+    shutdown_ = true;
+    cv_.notify_all();
+}
+
+void Proxy::waitForShutdown() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [this] { return shutdown_; });
+}
+
+void Proxy::stop() {
+    {
+        std::lock_guard lk(mu_);
+        shutdown_ = true;
+    }
+    if (workers_) workers_->stop();
+    if (listener_) listener_->stop();
+    work_.reset();
+    io_.stop();
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    threads_.clear();
+    workers_.reset();
+    listener_.reset();
+}
+
+}  // namespace halo::tiering

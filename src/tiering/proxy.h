@@ -1,0 +1,71 @@
+#pragma once
+// The Halocline proxy: speaks the MongoDB wire protocol to applications, answers
+// `hello` as a router (mongos-style), and sends every command to the tier that
+// can answer it (docs/CONSISTENCY.md). Asynchronous throughout: client
+// connections and tier connections are coroutines on one io_context.
+#include <asio.hpp>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "net/listener.h"
+#include "tiering/config.h"
+#include "tiering/cursors.h"
+#include "tiering/protocol.h"
+#include "tiering/router.h"
+#include "tiering/state.h"
+#include "tiering/tier.h"
+
+namespace halo::tiering {
+
+class Workers;
+
+class Proxy {
+  public:
+    explicit Proxy(ProxyConfig cfg, int threads = 0);
+    ~Proxy();
+
+    /// Finds both tiers' primaries (waiting up to `tierWait`), prepares the
+    /// fast tier, starts listening and starts the workers.
+    Status start(std::chrono::milliseconds tierWait = std::chrono::seconds(30));
+    void requestShutdown();
+    void waitForShutdown();
+    void stop();
+    uint16_t port() const;
+
+    // Used by client connections.
+    const ProxyConfig& config() const { return cfg_; }
+    Tier& fast() { return fast_; }
+    Tier& archive() { return archive_; }
+    Tiers& tiers() { return tiers_; }
+    SharedState& state() { return state_; }
+    Router& router() { return router_; }
+    CursorMap& cursors() { return cursors_; }
+    asio::io_context& io() { return io_; }
+    void killRemote(const std::vector<CursorEntry>& dropped);
+
+  private:
+    asio::awaitable<void> reapLoop();
+
+    ProxyConfig cfg_;
+    int threadCount_;
+    asio::io_context io_;
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+    std::vector<std::thread> threads_;
+    Tier fast_;
+    Tier archive_;
+    SessionPool fastSessions_;
+    Tiers tiers_;
+    SharedState state_;
+    Router router_;
+    CursorMap cursors_;
+    std::unique_ptr<net::Listener> listener_;
+    std::unique_ptr<Workers> workers_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool shutdown_ = false;
+};
+
+}  // namespace halo::tiering
