@@ -1,0 +1,79 @@
+// The proxy's YAML configuration: valid files load, invalid ones are refused
+// with a message that names the key and the problem.
+#include "tiering/config.h"
+
+#include <gtest/gtest.h>
+
+namespace halo::tiering {
+namespace {
+
+constexpr const char* kValid = R"(
+net: {bindIp: 127.0.0.1, port: 0}
+tiers:
+  fast: {uri: "mongodb://127.0.0.1:1/?replicaSet=fast"}
+  archive: {uri: "mongodb://a:1,b:2/?replicaSet=archive"}
+tiering:
+  clockSkewGuard: 500ms
+  collections:
+    - {namespace: shop.orders, ageField: date, horizon: 30d}
+    - {namespace: shop.events, ageField: _id, horizon: 12h}
+workers:
+  lease: 5s
+  evictor: {interval: 200ms, maxDocsPerSecond: 100}
+)";
+
+TEST(ProxyConfig, LoadsAValidFile) {
+    auto c = parseProxyConfig(kValid);
+    ASSERT_TRUE(c.isOK()) << c.getStatus().reason();
+    EXPECT_EQ(c.getValue().port, 0);
+    EXPECT_EQ(c.getValue().clockSkewGuard, Millis(500));
+    ASSERT_EQ(c.getValue().collections.size(), 2u);
+    EXPECT_EQ(c.getValue().collections[0].horizon, Millis(30LL * 86'400'000));
+    EXPECT_EQ(c.getValue().collections[1].ageField, "_id");
+    EXPECT_EQ(c.getValue().lease, Millis(5000));
+    EXPECT_EQ(c.getValue().evictorMaxDocsPerSecond, 100);
+    EXPECT_NE(c.getValue().policyFor("shop.orders"), nullptr);
+    EXPECT_EQ(c.getValue().policyFor("shop.other"), nullptr);
+}
+
+void expectRefused(const std::string& yaml, const std::string& keyAndProblem) {
+    auto c = parseProxyConfig(yaml);
+    ASSERT_FALSE(c.isOK()) << yaml;
+    EXPECT_NE(c.getStatus().reason().find(keyAndProblem), std::string::npos)
+        << c.getStatus().reason();
+}
+
+TEST(ProxyConfig, RefusesInvalidFilesNamingTheKey) {
+    std::string tiers = "tiers: {fast: {uri: 'mongodb://h:1'}, archive: {uri: 'mongodb://h:2'}}\n";
+    expectRefused("net: {port: 1}\n", "tiers: is required");
+    expectRefused(tiers +
+                      "tiering: {collections: [{namespace: shop.orders, ageField: date, "
+                      "horizon: 3 weeks}]}",
+                  "tiering.collections[0].horizon: unknown duration unit");
+    expectRefused(tiers +
+                      "tiering: {collections: [{namespace: orders, ageField: date, "
+                      "horizon: 1d}]}",
+                  "tiering.collections[0].namespace: must be 'database.collection'");
+    expectRefused(tiers + "tiering: {collections: [{namespace: a.b, horizon: 1d}]}",
+                  "tiering.collections[0].ageField");
+    expectRefused(tiers + "tiering: {collections: [{namespace: a.b, ageField: d}]}",
+                  "tiering.collections[0].horizon: is required");
+    expectRefused(tiers + "tiering: {colections: []}", "tiering.colections: unknown setting");
+    expectRefused(tiers + "workers: {evictor: {maxDocsPerSecond: -3}}",
+                  "workers.evictor.maxDocsPerSecond: must be a positive integer");
+    expectRefused("tiers: {fast: {uri: 'http://x'}, archive: {uri: 'mongodb://h:2'}}",
+                  "tiers.fast.uri: must be a MongoDB connection string");
+    expectRefused(tiers + "net: {port: 70000}", "net.port");
+    expectRefused("tiers: [", "invalid YAML");
+}
+
+TEST(ProxyConfig, ParsesDurations) {
+    EXPECT_EQ(parseDuration("250ms").getValue(), Millis(250));
+    EXPECT_EQ(parseDuration("90").getValue(), Millis(90'000));
+    EXPECT_EQ(parseDuration("1.5s").getValue(), Millis(1500));
+    EXPECT_EQ(parseDuration("2h").getValue(), Millis(7'200'000));
+    EXPECT_FALSE(parseDuration("soon").isOK());
+}
+
+}  // namespace
+}  // namespace halo::tiering
