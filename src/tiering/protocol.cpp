@@ -136,12 +136,11 @@ asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns) 
     co_return epochFrom(r.getValue());
 }
 
-asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
-                                                       const std::vector<Id>& ids) {
-    FastPresence out;
-    out.present.assign(ids.size(), false);
-    out.tombstoned.assign(ids.size(), false);
-    if (ids.empty()) co_return out;
+namespace {
+
+/// Which of `ids` have a document in the fast tier's `ns`.
+asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
+                                                         const std::vector<Id>& ids) {
     auto [db, coll] = splitNs(ns);
     bson::Doc f;
     appendIdIn(f.mut(), "filter", ids);
@@ -153,6 +152,14 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
         Id id;
         if (idOf(d.get(), &id)) found.insert(idKey(id));
     }
+    std::vector<bool> out(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = found.count(idKey(ids[i])) > 0;
+    co_return out;
+}
+
+/// Which of `ids` have a tombstone.
+asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
+                                                            const std::vector<Id>& ids) {
     bson::Doc tf;
     appendTombstoneIn(tf.mut(), "filter", t.meta, ns, ids);
     bson::Doc tc = findIdsCommand(t.meta.db, Metadata::kTombstones, tf.get());
@@ -165,10 +172,23 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
             bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "id"))
             dead.insert(idKey(makeId(*bson_iter_value(&sub))));
     }
-    for (size_t i = 0; i < ids.size(); ++i) {
-        out.present[i] = found.count(idKey(ids[i])) > 0;
-        out.tombstoned[i] = dead.count(idKey(ids[i])) > 0;
-    }
+    std::vector<bool> out(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = dead.count(idKey(ids[i])) > 0;
+    co_return out;
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
+                                                       const std::vector<Id>& ids) {
+    FastPresence out;
+    if (ids.empty()) co_return out;
+    auto present = co_await presentIn(t, ns, ids);
+    if (!present.isOK()) co_return present.getStatus();
+    auto dead = co_await tombstonedIn(t, ns, ids);
+    if (!dead.isOK()) co_return dead.getStatus();
+    out.present = std::move(present.getValue());
+    out.tombstoned = std::move(dead.getValue());
     co_return out;
 }
 
@@ -280,22 +300,29 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
     co_return n;
 }
 
-asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
-                                                const std::vector<Id>& idsIn) {
+namespace {
+
+/// promoteIds for at most one chunk of ids. The common case, every id already
+/// in the fast tier, costs one query. The epoch is read before the archive is.
+asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& ns,
+                                                  std::vector<Id> ids) {
     auto [db, coll] = splitNs(ns);
-    std::vector<Id> ids;
-    for (auto& i : idsIn) ids.push_back(i.copy());
     Status last = Status::OK();
     for (int attempt = 0; attempt < 20; ++attempt) {
+        auto present = co_await presentIn(t, ns, ids);
+        if (!present.isOK()) co_return present.getStatus();
+        std::vector<Id> absent;
+        for (size_t i = 0; i < ids.size(); ++i)
+            if (!present.getValue()[i]) absent.push_back(std::move(ids[i]));
+        if (absent.empty()) co_return int64_t{0};
+        auto dead = co_await tombstonedIn(t, ns, absent);
+        if (!dead.isOK()) co_return dead.getStatus();
+        std::vector<Id> rest;
+        for (size_t i = 0; i < absent.size(); ++i)
+            if (!dead.getValue()[i]) rest.push_back(std::move(absent[i]));
+        if (rest.empty()) co_return int64_t{0};
         auto epoch = co_await readEpoch(t, ns);
         if (!epoch.isOK()) co_return epoch.getStatus();
-        auto pres = co_await fastPresence(t, ns, ids);
-        if (!pres.isOK()) co_return pres.getStatus();
-        std::vector<Id> rest;
-        for (size_t i = 0; i < ids.size(); ++i)
-            if (!pres.getValue().present[i] && !pres.getValue().tombstoned[i])
-                rest.push_back(std::move(ids[i]));
-        if (rest.empty()) co_return int64_t{0};
         bson::Doc c;
         BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
         appendIdIn(c.mut(), "filter", rest);
@@ -315,6 +342,23 @@ asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
                          last.reason());
 }
 
+}  // namespace
+
+asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
+                                                const std::vector<Id>& ids) {
+    constexpr size_t kChunk = 1000;
+    int64_t total = 0;
+    for (size_t start = 0; start < ids.size(); start += kChunk) {
+        std::vector<Id> chunk;
+        for (size_t i = start; i < ids.size() && i < start + kChunk; ++i)
+            chunk.push_back(ids[i].copy());
+        auto r = co_await promoteChunk(t, ns, std::move(chunk));
+        if (!r.isOK()) co_return r;
+        total += r.getValue();
+    }
+    co_return total;
+}
+
 asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string& ns,
                                                      const bson_t* filter) {
     auto [db, coll] = splitNs(ns);
@@ -323,19 +367,12 @@ asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string
     bson::Doc c = findIdsCommand(db, coll, f.get());
     auto docs = co_await t.archive.collect(c.get());
     if (!docs.isOK()) co_return docs.getStatus();
-    int64_t total = 0;
-    std::vector<Id> chunk;
-    for (size_t i = 0; i < docs.getValue().size(); ++i) {
+    std::vector<Id> ids;
+    for (auto& d : docs.getValue()) {
         Id id;
-        if (idOf(docs.getValue()[i].get(), &id)) chunk.push_back(std::move(id));
-        if (chunk.size() == 1000 || i + 1 == docs.getValue().size()) {
-            auto r = co_await promoteIds(t, ns, chunk);
-            if (!r.isOK()) co_return r;
-            total += r.getValue();
-            chunk.clear();
-        }
+        if (idOf(d.get(), &id)) ids.push_back(std::move(id));
     }
-    co_return total;
+    co_return co_await promoteIds(t, ns, ids);
 }
 
 asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
