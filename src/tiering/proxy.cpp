@@ -554,19 +554,28 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
 }
 
 asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, const bson_t* cmd) {
+    bson_iter_t first;
+    bson_iter_init(&first, cmd);
+    bson_iter_next(&first);
     // The archive first: it is the system of record; then the fast tier.
     bson::Doc ab = forwardBody(cmd, true);
     auto a = co_await send(p_.archive(), msg, ab.get());
     if (!a.isOK()) co_return errorDoc(a.getStatus());
     bson::Doc fb = forwardBody(cmd, false);
     auto f = co_await send(p_.fast(), msg, fb.get());
-    if (f.isOK()) {
-        Status fs = replyStatus(f.getValue().get());
-        Status as = replyStatus(a.getValue().get());
-        if (!fs.isOK() && as.isOK() && fs.code() != ErrorCode::NamespaceNotFound)
-            co_return rewriteReply(p_.fast(), f.getValue().get(), "", false);
-    } else {
-        co_return errorDoc(f.getStatus());
+    if (!f.isOK()) co_return errorDoc(f.getStatus());
+    Status fs = replyStatus(f.getValue().get());
+    Status as = replyStatus(a.getValue().get());
+    // The fast tier may lack what the archive has, or already have a tiered
+    // collection the proxy created; only its other failures matter.
+    if (!fs.isOK() && as.isOK() && fs.code() != ErrorCode::NamespaceNotFound &&
+        fs.code() != ErrorCode::NamespaceExists)
+        co_return rewriteReply(p_.fast(), f.getValue().get(), "", false);
+    std::string_view name = bson_iter_key(&first);
+    if (name == "drop" || name == "dropDatabase") {
+        // Tiered collections always exist in the fast tier, with their indexes.
+        Status s = co_await ensureSetup(p_.config(), p_.tiers());
+        if (!s.isOK()) co_return errorDoc(s);
     }
     co_return rewriteReply(p_.archive(), a.getValue().get(), "", false);
 }
