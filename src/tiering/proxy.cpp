@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <future>
 #include <limits>
 #include <set>
@@ -193,7 +194,11 @@ class ClientConnection : public net::FrameHandler {
     asio::awaitable<bson::Doc> forward(Tier& tier, const wire::OpMsg& msg, const bson_t* body,
                                        const std::string& ns, bool fastTiered);
     asio::awaitable<Reply> send(Tier& tier, const wire::OpMsg& msg, const bson_t* body);
+    /// The reply with the proxy's clock, and a new cursor registered under a proxy id.
     bson::Doc rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns, bool fastTiered);
+    /// The reply with the proxy's clock and each non-zero cursor id mapped by `mapCursor`.
+    bson::Doc rewriteReplyWith(Tier& tier, const bson_t* reply,
+                               const std::function<int64_t(int64_t)>& mapCursor);
     void appendClock(bson_t* out, OpTime operationTime);
 
     asio::awaitable<bson::Doc> getMore(const bson_t* cmd);
@@ -362,6 +367,21 @@ asio::awaitable<ClientConnection::Reply> ClientConnection::send(Tier& tier, cons
 
 bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns,
                                          bool fastTiered) {
+    return rewriteReplyWith(tier, reply, [&](int64_t remote) {
+        CursorEntry e;
+        e.tier = &tier;
+        e.remoteId = remote;
+        e.ns = ns;
+        e.fastTiered = fastTiered;
+        std::vector<CursorEntry> dropped;
+        int64_t id = p_.cursors().add(std::move(e), &dropped);
+        if (!dropped.empty()) p_.killRemote(dropped);
+        return id;
+    });
+}
+
+bson::Doc ClientConnection::rewriteReplyWith(Tier& tier, const bson_t* reply,
+                                             const std::function<int64_t(int64_t)>& mapCursor) {
     bool fromFast = &tier == &p_.fast();
     bson::Doc out;
     OpTime opTime = 0;
@@ -389,17 +409,9 @@ bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const 
             bson_t sub;
             bson_append_document_begin(out.mut(), "cursor", 6, &sub);
             while (bson_iter_next(&c)) {
-                if (std::string_view(bson_iter_key(&c)) == "id" && BSON_ITER_HOLDS_INT64(&c) &&
-                    bson_iter_int64(&c) != 0) {
-                    CursorEntry e;
-                    e.tier = &tier;
-                    e.remoteId = bson_iter_int64(&c);
-                    e.ns = ns;
-                    e.fastTiered = fastTiered;
-                    std::vector<CursorEntry> dropped;
-                    int64_t id = p_.cursors().add(std::move(e), &dropped);
-                    if (!dropped.empty()) p_.killRemote(dropped);
-                    BSON_APPEND_INT64(&sub, "id", id);
+                if (std::string_view(bson_iter_key(&c)) == "id") {
+                    int64_t remote = bson_iter_as_int64(&c);
+                    BSON_APPEND_INT64(&sub, "id", remote == 0 ? 0 : mapCursor(remote));
                     continue;
                 }
                 bson_append_iter(&sub, nullptr, 0, &c);
@@ -616,41 +628,13 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     auto r = co_await send(*e->tier, none, body.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
     // Map the tier's cursor id back to ours; a finished cursor leaves the map.
-    bson::Doc out;
-    bson_iter_init(&it, r.getValue().get());
-    bool fromFast = e->tier == &p_.fast();
-    OpTime opTime = 0;
-    while (bson_iter_next(&it)) {
-        std::string_view k = bson_iter_key(&it);
-        if (k == "$clusterTime") continue;
-        if (k == "operationTime") {
-            if (fromFast) opTime = toOpTime(it);
-            continue;
-        }
-        if (k == "cursor" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_iter_t c;
-            bson_iter_recurse(&it, &c);
-            bson_t sub;
-            bson_append_document_begin(out.mut(), "cursor", 6, &sub);
-            while (bson_iter_next(&c)) {
-                if (std::string_view(bson_iter_key(&c)) == "id") {
-                    int64_t remote = bson_iter_as_int64(&c);
-                    if (remote == 0) p_.cursors().erase(id);
-                    BSON_APPEND_INT64(&sub, "id", remote == 0 ? 0 : id);
-                    continue;
-                }
-                bson_append_iter(&sub, nullptr, 0, &c);
-            }
-            bson_append_document_end(out.mut(), &sub);
-            continue;
-        }
-        bson_append_iter(out.mut(), nullptr, 0, &it);
-    }
-    if (Status s = replyStatus(r.getValue().get());
-        !s.isOK() && s.code() == ErrorCode::CursorNotFound)
-        p_.cursors().erase(id);
-    if (!fromFast) opTime = p_.state().fastClusterTime.load();
-    appendClock(out.mut(), opTime);
+    Status st = replyStatus(r.getValue().get());
+    bool exhausted = true;
+    bson::Doc out = rewriteReplyWith(*e->tier, r.getValue().get(), [&](int64_t) {
+        exhausted = false;
+        return id;
+    });
+    if (exhausted && (st.isOK() || st.code() == ErrorCode::CursorNotFound)) p_.cursors().erase(id);
     co_return out;
 }
 
