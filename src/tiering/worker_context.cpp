@@ -47,7 +47,7 @@ void FailureLog::failed(const Status& s, std::string_view what, std::string_view
 
 void FailureLog::succeeded() {
     if (failures_ > 0)
-        log::info("tiering", logId_ + 1, fmt::format("{} recovered", worker_),
+        log::info("tiering", logId_ + 100, fmt::format("{} recovered", worker_),
                   fmt::format(R"({{"worker":{},"failures":{}}})", log::quote(worker_), failures_));
     failures_ = 0;
     backoff_ = std::chrono::milliseconds(250);

@@ -100,8 +100,9 @@ struct WorkerContext {
 };
 
 /// Logs a worker's failures without flooding: the first one, then at most one
-/// every 30 s while it keeps failing, and once when it recovers. Also yields
-/// the retry backoff (250 ms doubling to 5 s).
+/// every 30 s while it keeps failing (log id `logId`), and once when it
+/// recovers (`logId` + 100). Also yields the retry backoff (250 ms doubling
+/// to 5 s).
 class FailureLog {
   public:
     FailureLog(std::string worker, int logId) : worker_(std::move(worker)), logId_(logId) {}
