@@ -211,7 +211,15 @@ std::optional<bson::Doc> ChangeStream::next(Session& s) {
             uasserted(ErrorCode::ChangeStreamHistoryLost,
                       "Resume of change stream was not possible, as the resume point may no longer "
                       "be in the oplog.");
-        Cursor c = s.open(oplog_.collection()->uri);
+        // Scan in a read transaction of our own, begun after `visible` was
+        // read, so it sees every entry up to `visible`. The caller's snapshot
+        // (taken when its batch began, or by an earlier scan in this batch)
+        // can predate commits that `visible` already counts: scanning with it
+        // would step over those entries and lose their events for good.
+        PooledSession fresh(catalog_.sessions());
+        Txn readTxn(*fresh);
+        Session& scan = *fresh;
+        Cursor c = scan.open(oplog_.collection()->uri);
         c->set_key(c.get(), static_cast<int64_t>(scannedUpTo_.asU64() + 1));
         int exact = 0;
         int ret = c->search_near(c.get(), &exact);
@@ -225,11 +233,13 @@ std::optional<bson::Doc> ChangeStream::next(Session& s) {
             c->get_value(c.get(), &v);
             bson::View entry(static_cast<const uint8_t*>(v.data), v.size);
             scannedUpTo_ = ts;
-            expand(s, entry.get(), ts);
+            expand(scan, entry.get(), ts);
             if (!pending_.empty()) break;
             ret = c->next(c.get());
         }
         if (ret != 0 && ret != WT_NOTFOUND) wtCheck(ret, "oplog scan");
+        c.close();
+        readTxn.commit(false);
         if (pending_.empty()) {
             scannedUpTo_ = visible;
             ResumePoint hwm{visible, UINT32_MAX, kHighWaterMark};

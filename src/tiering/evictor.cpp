@@ -1,0 +1,308 @@
+// CONSISTENCY.md, The evictor: removes fast-tier documents older than the
+// horizon, oldest first and rate-limited, only when the archive holds a
+// byte-identical copy, in a transaction that re-checks the document and its
+// tombstone and bumps the departure epoch.
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "common/log.h"
+#include "tiering/worker_context.h"
+
+namespace halo::tiering::workers {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr size_t kDocsPerTxn = 100;
+
+class Evictor {
+  public:
+    Evictor(WorkerContext& ctx, uint64_t gen) : ctx_(ctx), gen_(gen) {}
+
+    asio::awaitable<void> run() {
+        FailureLog flog("evictor", 8210030);
+        bool loaded = false;
+        while (ctx_.leading(gen_)) {
+            Status st = Status::OK();
+            if (!loaded) {
+                st = co_await loadCounters();
+                loaded = st.isOK();
+            }
+            for (const auto& p : ctx_.cfg.collections) {
+                if (!st.isOK() || !ctx_.leading(gen_)) break;
+                st = co_await pass(p);
+                if (!st.isOK() && ctx_.leading(gen_)) flog.failed(st, step_, p.ns);
+            }
+            if (st.isOK()) flog.succeeded();
+            co_await ctx_.sleep(st.isOK() ? ctx_.cfg.evictorInterval
+                                          : std::max(ctx_.cfg.evictorInterval, flog.backoff()));
+        }
+    }
+
+  private:
+    struct Persisted {
+        int64_t evicted = -1;
+        int64_t backlog = -1;
+    };
+
+    asio::awaitable<Status> loadCounters() {
+        step_ = "read state";
+        std::vector<std::string> ids;
+        for (const auto& p : ctx_.cfg.collections) ids.push_back(stateId("evict", p.ns));
+        auto docs = co_await loadStateDocs(ctx_.tiers, ids);
+        if (!docs.isOK()) co_return docs.getStatus();
+        for (const auto& p : ctx_.cfg.collections) {
+            auto it = docs.getValue().find(stateId("evict", p.ns));
+            CollectionProgress* prog = ctx_.state.progress(p.ns);
+            if (it == docs.getValue().end() || !prog) continue;
+            prog->evicted = intField(it->second.get(), "evicted");
+            prog->evictBacklog = intField(it->second.get(), "backlog");
+            persisted_[p.ns] = {prog->evicted.load(), prog->evictBacklog.load()};
+        }
+        co_return Status::OK();
+    }
+
+    /// {ageField: {$lt: cutoff}}
+    static void appendOlderThan(bson_t* out, const char* key, const CollectionPolicy& p,
+                                int64_t cutoffMs) {
+        bson_t f, lt;
+        bson_append_document_begin(out, key, -1, &f);
+        bson_append_document_begin(&f, p.ageField.c_str(), -1, &lt);
+        appendAgeBound(&lt, "$lt", p.ageField == "_id", cutoffMs);
+        bson_append_document_end(&f, &lt);
+        bson_append_document_end(out, &f);
+    }
+
+    asio::awaitable<Status> pass(const CollectionPolicy& p) {
+        Tiers& t = ctx_.tiers;
+        auto [db, coll] = splitNs(p.ns);
+        CollectionProgress* prog = ctx_.state.progress(p.ns);
+        const int64_t cutoff = nowMillis() - p.horizon.count();
+        const int64_t limit =
+            std::max<int64_t>(1, static_cast<int64_t>(ctx_.cfg.evictorMaxDocsPerSecond) *
+                                     ctx_.cfg.evictorInterval.count() / 1000);
+
+        step_ = "find old documents";
+        bson::Doc fc;
+        BSON_APPEND_UTF8(fc.mut(), "find", coll.c_str());
+        appendOlderThan(fc.mut(), "filter", p, cutoff);
+        bson_t sort;
+        BSON_APPEND_DOCUMENT_BEGIN(fc.mut(), "sort", &sort);
+        BSON_APPEND_INT32(&sort, p.ageField.c_str(), 1);
+        bson_append_document_end(fc.mut(), &sort);
+        BSON_APPEND_INT64(fc.mut(), "limit", limit);
+        BSON_APPEND_INT64(fc.mut(), "batchSize", limit);
+        BSON_APPEND_BOOL(fc.mut(), "singleBatch", true);
+        BSON_APPEND_UTF8(fc.mut(), "$db", db.c_str());
+        auto reply = co_await t.fast.runOk(fc.get());
+        if (!reply.isOK()) co_return reply.getStatus();
+        std::vector<bson::Doc> old = batchOf(reply.getValue().get());
+        OpTime readAt = 0;
+        bson_iter_t ot;
+        if (bson_iter_init_find(&ot, reply.getValue().get(), "operationTime"))
+            readAt = timestampValue(&ot).value_or(0);
+
+        int64_t evicted = 0;
+        if (!old.empty() && co_await feederHasSeen(readAt)) {
+            step_ = "read archive copies";
+            std::vector<Id> ids;
+            for (auto& d : old) {
+                Id id;
+                if (idOf(d.get(), &id)) ids.push_back(std::move(id));
+            }
+            bson::Doc ac;
+            BSON_APPEND_UTF8(ac.mut(), "find", coll.c_str());
+            appendIdIn(ac.mut(), "filter", ids);
+            BSON_APPEND_INT64(ac.mut(), "batchSize", limit);
+            BSON_APPEND_UTF8(ac.mut(), "$db", db.c_str());
+            auto archived = co_await t.archive.collect(ac.get());
+            if (!archived.isOK()) co_return archived.getStatus();
+            std::unordered_map<std::string, const bson::Doc*> inArchive;
+            for (auto& d : archived.getValue()) {
+                Id id;
+                if (idOf(d.get(), &id)) inArchive.emplace(idKey(id), &d);
+            }
+            // Only copies the archive holds byte for byte; the others wait for the feeder.
+            std::vector<const bson::Doc*> candidates;
+            const int64_t now = nowMillis();
+            for (auto& d : old) {
+                Id id;
+                if (!idOf(d.get(), &id)) continue;
+                // Just written (perhaps promoted for a write still on its way): not yet.
+                if (ctx_.recentWrites.recent(RecentWrites::key(p.ns, id), now,
+                                             kRecentWriteGraceMillis))
+                    continue;
+                auto it = inArchive.find(idKey(id));
+                if (it != inArchive.end() && sameBytes(it->second->get(), d.get()))
+                    candidates.push_back(&d);
+            }
+            for (size_t i = 0; i < candidates.size(); i += kDocsPerTxn) {
+                std::vector<const bson::Doc*> chunk(
+                    candidates.begin() + static_cast<std::ptrdiff_t>(i),
+                    candidates.begin() +
+                        static_cast<std::ptrdiff_t>(std::min(candidates.size(), i + kDocsPerTxn)));
+                auto n = co_await evict(p.ns, chunk);
+                if (!n.isOK()) co_return n.getStatus();
+                evicted += n.getValue();
+            }
+        }
+
+        step_ = "count backlog";
+        bson::Doc cc;
+        BSON_APPEND_UTF8(cc.mut(), "count", coll.c_str());
+        appendOlderThan(cc.mut(), "query", p, cutoff);
+        BSON_APPEND_UTF8(cc.mut(), "$db", db.c_str());
+        auto counted = co_await t.fast.runOk(cc.get());
+        if (!counted.isOK()) co_return counted.getStatus();
+        int64_t backlog = intField(counted.getValue().get(), "n");
+
+        if (prog) {
+            prog->evicted += evicted;
+            prog->evictBacklog = backlog;
+            Persisted& saved = persisted_[p.ns];
+            if (saved.evicted != prog->evicted.load() || saved.backlog != backlog) {
+                step_ = "save state";
+                bson::Doc f;
+                BSON_APPEND_INT64(f.mut(), "evicted", prog->evicted.load());
+                BSON_APPEND_INT64(f.mut(), "backlog", backlog);
+                BSON_APPEND_DATE_TIME(f.mut(), "at", nowMillis());
+                Status st = co_await saveStateDoc(t, stateId("evict", p.ns), f.get());
+                if (!st.isOK()) co_return st;
+                saved = {prog->evicted.load(), backlog};
+            }
+        }
+        co_return Status::OK();
+    }
+
+    /// Whether this leader's feeder has recorded every write up to `readAt`
+    /// for a whole grace period (RecentWrites); waits a little for it.
+    asio::awaitable<bool> feederHasSeen(OpTime readAt) {
+        const RecentWrites& rw = ctx_.recentWrites;
+        for (int i = 0; i < 40; ++i) {
+            if (!ctx_.leading(gen_) || rw.gen != gen_) co_return false;
+            if (nowMillis() - rw.since < kRecentWriteGraceMillis) co_return false;
+            if (readAt != 0 && rw.seenThrough >= readAt) co_return true;
+            co_await ctx_.sleep(milliseconds(50));
+        }
+        co_return false;
+    }
+
+    /// The eviction transaction for `docs` (each as read before the archive
+    /// check). Returns how many were removed.
+    asio::awaitable<StatusWith<int64_t>> evict(const std::string& ns,
+                                               const std::vector<const bson::Doc*>& docs) {
+        Tiers& t = ctx_.tiers;
+        auto [db, coll] = splitNs(ns);
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            if (!ctx_.leading(gen_)) co_return int64_t{0};
+            step_ = "evict";
+            auto lease = t.fastSessions.take();
+            Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+            auto inTxn = [&txn](const bson_t* c) { return txn.run(c); };
+            Status st = Status::OK();
+            std::vector<Id> keep;
+            do {
+                std::vector<Id> ids;
+                std::unordered_map<std::string, const bson::Doc*> seen;
+                for (auto* d : docs) {
+                    Id id;
+                    if (!idOf(d->get(), &id)) continue;
+                    seen.emplace(idKey(id), d);
+                    ids.push_back(std::move(id));
+                }
+                // Re-read F(X) in the transaction: a concurrent write wins.
+                bson::Doc fc;
+                BSON_APPEND_UTF8(fc.mut(), "find", coll.c_str());
+                appendIdIn(fc.mut(), "filter", ids);
+                BSON_APPEND_INT64(fc.mut(), "batchSize", 100000);
+                BSON_APPEND_UTF8(fc.mut(), "$db", db.c_str());
+                auto now = co_await collectWith(inTxn, fc.get());
+                if (!now.isOK()) {
+                    st = now.getStatus();
+                    break;
+                }
+                std::set<std::string> unchanged;
+                for (auto& d : now.getValue()) {
+                    Id id;
+                    if (!idOf(d.get(), &id)) continue;
+                    auto it = seen.find(idKey(id));
+                    if (it != seen.end() && sameBytes(it->second->get(), d.get()))
+                        unchanged.insert(idKey(id));
+                }
+                // A tombstone means the latest state is "deleted": not ours to touch.
+                bson::Doc tc;
+                BSON_APPEND_UTF8(tc.mut(), "find", Metadata::kTombstones);
+                appendTombstoneIn(tc.mut(), "filter", t.meta, ns, ids);
+                BSON_APPEND_INT64(tc.mut(), "batchSize", 100000);
+                BSON_APPEND_UTF8(tc.mut(), "$db", t.meta.db.c_str());
+                auto tombs = co_await collectWith(inTxn, tc.get());
+                if (!tombs.isOK()) {
+                    st = tombs.getStatus();
+                    break;
+                }
+                for (auto& d : tombs.getValue()) {
+                    std::string tns;
+                    Id id;
+                    if (tombstoneTarget(d.get(), &tns, &id)) unchanged.erase(idKey(id));
+                }
+                for (auto& id : ids)
+                    if (unchanged.count(idKey(id))) keep.push_back(id.copy());
+                if (keep.empty()) break;
+                bson::Doc del;
+                BSON_APPEND_UTF8(del.mut(), "delete", coll.c_str());
+                bson_t arr, stmt;
+                BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+                appendIdIn(&stmt, "q", keep);
+                BSON_APPEND_INT32(&stmt, "limit", 0);
+                bson_append_document_end(&arr, &stmt);
+                bson_append_array_end(del.mut(), &arr);
+                BSON_APPEND_UTF8(del.mut(), "$db", db.c_str());
+                auto dr = co_await txn.run(del.get());
+                if (!dr.isOK()) {
+                    st = dr.getStatus();
+                    break;
+                }
+                bson::Doc up;
+                BSON_APPEND_UTF8(up.mut(), "update", Metadata::kState);
+                BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+                appendEpochBump(&arr, "0", ns);
+                bson_append_array_end(up.mut(), &arr);
+                BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+                auto ur = co_await txn.run(up.get());
+                if (!ur.isOK()) {
+                    st = ur.getStatus();
+                    break;
+                }
+                if (!ctx_.leading(gen_)) {
+                    st = Status(ErrorCode::OperationFailed, "the worker lease is no longer held");
+                    break;
+                }
+                st = (co_await txn.commit()).getStatus();
+            } while (false);
+            if (!st.isOK() || keep.empty()) co_await txn.abort();
+            t.fastSessions.give(std::move(lease));
+            if (st.isOK()) co_return static_cast<int64_t>(keep.size());
+            if (!isTransient(st)) co_return st;
+            co_await ctx_.sleep(milliseconds(20 * (attempt + 1)));
+        }
+        // Still conflicting: these documents are being written; try next pass.
+        co_return int64_t{0};
+    }
+
+    WorkerContext& ctx_;
+    const uint64_t gen_;
+    std::map<std::string, Persisted> persisted_;
+    const char* step_ = "start";
+};
+
+}  // namespace
+
+asio::awaitable<void> runEvictor(WorkerContext& ctx, uint64_t gen) {
+    Evictor e(ctx, gen);
+    co_await e.run();
+}
+
+}  // namespace halo::tiering::workers

@@ -1,0 +1,586 @@
+// CONSISTENCY.md, The feeder: tails the fast tier's change stream and makes
+// the archive reflect every fast-tier write, batch by batch, from a durable
+// resume token.
+//
+// Metrics: feederLagMillis is now minus the wall time of the last event of the
+// last applied batch (0 when a batch brought nothing). feederLagOps is the
+// number of events in the batch being applied (0 between batches): an
+// approximation, since the events still in the fast tier's oplog beyond the
+// batch are not counted.
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "common/log.h"
+#include "tiering/worker_context.h"
+
+namespace halo::tiering::workers {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int64_t kAwaitMillis = 300;     // getMore wait when the stream is idle
+constexpr int64_t kShortAwaitMillis = 5;  // ... when the last batch ended on an event
+constexpr size_t kIdsPerLookup = 500;     // ids per find {_id: {$in}}
+constexpr size_t kArchiveCommandBytes = 12 * 1024 * 1024;
+constexpr milliseconds kIdleSaveEvery{200};  // durable token refresh while idle
+
+bool isLostPosition(const Status& s) {
+    return s.code() == ErrorCode::ChangeStreamHistoryLost ||
+           s.code() == ErrorCode::ChangeStreamFatalError ||
+           s.code() == ErrorCode::InvalidResumeToken;
+}
+
+class Feeder {
+  public:
+    Feeder(WorkerContext& ctx, uint64_t gen)
+        : ctx_(ctx), gen_(gen), classifier_(tieredSet(ctx.cfg), ctx.tiers.meta.tombstonesNs()) {}
+
+    asio::awaitable<void> run() {
+        ctx_.recentWrites.reset(gen_, nowMillis());
+        while (ctx_.leading(gen_)) {
+            Status st = co_await stream();
+            co_await killCursor();
+            if (st.isOK()) continue;
+            if (!ctx_.leading(gen_)) break;  // the lease ended mid-step: not a failure
+            flog_.failed(st, step_);
+            co_await ctx_.sleep(flog_.backoff());
+        }
+        co_await killCursor();
+        ctx_.state.feederLagOps = 0;
+    }
+
+  private:
+    static std::set<std::string> tieredSet(const ProxyConfig& cfg) {
+        std::set<std::string> s;
+        for (const auto& c : cfg.collections) s.insert(c.ns);
+        return s;
+    }
+
+    Status lostLease() const {
+        return Status(ErrorCode::OperationFailed, "the worker lease is no longer held");
+    }
+
+    /// Opens the stream (from the token, or after a rescan) and applies
+    /// batches until leadership ends or something fails.
+    asio::awaitable<Status> stream() {
+        if (!loaded_) {
+            step_ = "read state";
+            std::vector<std::string> ids{"feeder"};
+            auto docs = co_await loadStateDocs(ctx_.tiers, ids);
+            if (!docs.isOK()) co_return docs.getStatus();
+            auto it = docs.getValue().find("feeder");
+            if (it != docs.getValue().end()) {
+                const bson_t* d = it->second.get();
+                bson_t tok;
+                if (bson::subDocument(d, "token", &tok)) token_ = bson::Doc::copyOf(&tok);
+                bson_iter_t ti;
+                if (bson_iter_init_find(&ti, d, "appliedTime"))
+                    if (auto t = timestampValue(&ti)) ctx_.state.noteApplied(*t);
+                ctx_.state.feederEvents = intField(d, "events");
+                ctx_.state.feederApplies = intField(d, "applies");
+            }
+            loaded_ = true;
+        }
+        Status st = Status::OK();
+        if (!needRescan_ && !token_.empty()) {
+            step_ = "resume change stream";
+            st = co_await open(token_.get(), 0);
+            if (isLostPosition(st)) {
+                log::warning("tiering", 8210021,
+                             "Feeder cannot resume its change stream; rescanning the fast tier",
+                             fmt::format(R"({{"code":{},"error":{}}})", st.codeNumber(),
+                                         log::quote(st.reason())));
+                needRescan_ = true;
+            } else if (!st.isOK()) {
+                co_return st;
+            }
+        }
+        if (needRescan_ || token_.empty()) {
+            step_ = "rescan";
+            auto t0 = co_await rescan();
+            if (!t0.isOK()) co_return t0.getStatus();
+            needRescan_ = false;
+            step_ = "open change stream";
+            st = co_await open(nullptr, t0.getValue());
+            if (!st.isOK()) co_return st;
+        }
+        while (ctx_.leading(gen_)) {
+            if (cursorId_ == 0) co_return Status::OK();  // closed by the server: reopen
+            step_ = "getMore";
+            bson::Doc more;
+            BSON_APPEND_INT64(more.mut(), "getMore", cursorId_);
+            BSON_APPEND_UTF8(more.mut(), "collection", cursorColl_.c_str());
+            BSON_APPEND_INT64(more.mut(), "batchSize", ctx_.cfg.feederBatchSize);
+            BSON_APPEND_INT64(more.mut(), "maxTimeMS",
+                              endedOnEvent_ ? kShortAwaitMillis : kAwaitMillis);
+            BSON_APPEND_UTF8(more.mut(), "$db", "admin");
+            auto r = co_await ctx_.tiers.fast.runOk(more.get());
+            if (!r.isOK()) {
+                if (r.getStatus().code() == ErrorCode::ChangeStreamHistoryLost) needRescan_ = true;
+                cursorId_ = 0;  // the server closed it on error
+                co_return r.getStatus();
+            }
+            st = co_await onReply(r.getValue().get());
+            if (!st.isOK()) co_return st;
+        }
+        co_return Status::OK();
+    }
+
+    asio::awaitable<Status> open(const bson_t* resumeAfter, OpTime startAt) {
+        cursorId_ = 0;
+        endedOnEvent_ = false;
+        bson::Doc c;
+        BSON_APPEND_INT32(c.mut(), "aggregate", 1);
+        bson_t pipeline, stage, cs, match, orArr, project;
+        BSON_APPEND_ARRAY_BEGIN(c.mut(), "pipeline", &pipeline);
+        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
+        BSON_APPEND_DOCUMENT_BEGIN(&stage, "$changeStream", &cs);
+        BSON_APPEND_BOOL(&cs, "allChangesForCluster", true);
+        if (resumeAfter)
+            BSON_APPEND_DOCUMENT(&cs, "resumeAfter", resumeAfter);
+        else
+            bson_append_timestamp(&cs, "startAtOperationTime", -1, opTimeSeconds(startAt),
+                                  opTimeIncrement(startAt));
+        bson_append_document_end(&stage, &cs);
+        bson_append_document_end(&pipeline, &stage);
+        // Only the tiered collections' CRUD events and tombstone writes.
+        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "1", &stage);
+        BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
+        BSON_APPEND_ARRAY_BEGIN(&match, "$or", &orArr);
+        ArrayKey k;
+        size_t n = 0;
+        auto clause = [&](const std::string& ns, bool withDelete) {
+            auto [db, coll] = splitNs(ns);
+            bson_t cl, ops, in;
+            bson_append_document_begin(&orArr, k(n++), -1, &cl);
+            BSON_APPEND_UTF8(&cl, "ns.db", db.c_str());
+            BSON_APPEND_UTF8(&cl, "ns.coll", coll.c_str());
+            BSON_APPEND_DOCUMENT_BEGIN(&cl, "operationType", &ops);
+            BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
+            BSON_APPEND_UTF8(&in, "0", "insert");
+            BSON_APPEND_UTF8(&in, "1", "update");
+            BSON_APPEND_UTF8(&in, "2", "replace");
+            if (withDelete) BSON_APPEND_UTF8(&in, "3", "delete");
+            bson_append_array_end(&ops, &in);
+            bson_append_document_end(&cl, &ops);
+            bson_append_document_end(&orArr, &cl);
+        };
+        for (const auto& p : ctx_.cfg.collections) clause(p.ns, true);
+        // Tombstone deletes are the feeder's own removals (or promotion guards).
+        clause(ctx_.tiers.meta.tombstonesNs(), false);
+        bson_append_array_end(&match, &orArr);
+        bson_append_document_end(&stage, &match);
+        bson_append_document_end(&pipeline, &stage);
+        // Keep events small: the feeder re-reads documents; it needs no images.
+        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "2", &stage);
+        BSON_APPEND_DOCUMENT_BEGIN(&stage, "$project", &project);
+        for (const char* f : {"operationType", "ns", "documentKey", "clusterTime", "wallTime",
+                              "fullDocument.promote"})
+            BSON_APPEND_INT32(&project, f, 1);
+        bson_append_document_end(&stage, &project);
+        bson_append_document_end(&pipeline, &stage);
+        bson_append_array_end(c.mut(), &pipeline);
+        bson_t cursor;
+        BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "cursor", &cursor);
+        BSON_APPEND_INT64(&cursor, "batchSize", ctx_.cfg.feederBatchSize);
+        bson_append_document_end(c.mut(), &cursor);
+        BSON_APPEND_UTF8(c.mut(), "$db", "admin");
+        auto r = co_await ctx_.tiers.fast.runOk(c.get());
+        if (!r.isOK()) co_return r.getStatus();
+        co_return co_await onReply(r.getValue().get());
+    }
+
+    /// Applies one reply's batch, saves the token, publishes the applied time.
+    asio::awaitable<Status> onReply(const bson_t* reply) {
+        bson_t cursor;
+        if (!bson::subDocument(reply, "cursor", &cursor))
+            co_return Status(ErrorCode::ProtocolError, "change stream reply without a cursor");
+        bson_iter_t it;
+        cursorId_ = bson_iter_init_find(&it, &cursor, "id") && BSON_ITER_HOLDS_NUMBER(&it)
+                        ? bson_iter_as_int64(&it)
+                        : 0;
+        if (bson_iter_init_find(&it, &cursor, "ns") && BSON_ITER_HOLDS_UTF8(&it)) {
+            std::string ns = bson_iter_utf8(&it, nullptr);
+            auto dot = ns.find('.');
+            cursorColl_ = dot == std::string::npos ? ns : ns.substr(dot + 1);
+        }
+        std::vector<bson::Doc> events = batchOf(reply);
+        bson::Doc token;
+        bson_t pbrt;
+        if (bson::subDocument(&cursor, "postBatchResumeToken", &pbrt))
+            token = bson::Doc::copyOf(&pbrt);
+        bson_t lastId;
+        bool haveLastId = !events.empty() && bson::subDocument(events.back().get(), "_id", &lastId);
+        if (token.empty() && haveLastId) token = bson::Doc::copyOf(&lastId);
+        if (token.empty()) co_return Status::OK();  // nothing to learn from this reply
+        endedOnEvent_ = haveLastId && sameBytes(&lastId, token.get());
+
+        step_ = "apply batch";
+        SharedState& s = ctx_.state;
+        int64_t n = static_cast<int64_t>(events.size());
+        s.feederLagOps = n;
+        TouchedIds touched = classifier_.classify(events);
+        for (auto& [ns, ids] : touched.byNs) {
+            for (size_t i = 0; i < ids.size(); i += kIdsPerLookup) {
+                std::vector<Id> chunk;
+                for (size_t j = i; j < ids.size() && j < i + kIdsPerLookup; ++j)
+                    chunk.push_back(ids[j].copy());
+                Status st = co_await applyIds(ns, chunk);
+                if (!st.isOK()) co_return st;
+            }
+        }
+        s.feederEvents += n;
+
+        OpTime tokenTime = resumeTokenTime(token.get()).value_or(touched.lastTime.value_or(0));
+        OpTime applied = appliedTimeOfBatch(tokenTime, endedOnEvent_);
+        int64_t lag = n > 0 && touched.lastWallMs > 0
+                          ? std::max<int64_t>(0, nowMillis() - touched.lastWallMs)
+                          : 0;
+        bool due =
+            n > 0 || (tokenTime > lastSaveOpTime_ && Clock::now() - lastSaveAt_ >= kIdleSaveEvery);
+        if (due) {
+            step_ = "save token";
+            if (!ctx_.leading(gen_)) co_return lostLease();
+            bson::Doc f;
+            BSON_APPEND_DOCUMENT(f.mut(), "token", token.get());
+            bson_append_timestamp(f.mut(), "appliedTime", -1, opTimeSeconds(applied),
+                                  opTimeIncrement(applied));
+            BSON_APPEND_DATE_TIME(f.mut(), "savedAt", nowMillis());
+            BSON_APPEND_INT64(f.mut(), "lagMillis", lag);
+            BSON_APPEND_INT64(f.mut(), "lagOps", 0);
+            BSON_APPEND_INT64(f.mut(), "events", s.feederEvents.load());
+            BSON_APPEND_INT64(f.mut(), "applies", s.feederApplies.load());
+            OpTime saved = 0;
+            Status st = co_await saveStateDoc(ctx_.tiers, "feeder", f.get(), &saved);
+            if (!st.isOK()) co_return st;
+            lastSaveOpTime_ = std::max(saved, tokenTime);
+            lastSaveAt_ = Clock::now();
+        }
+        // What the evictor must leave alone for a while (RecentWrites).
+        if (ctx_.recentWrites.gen == gen_) {
+            RecentWrites& rw = ctx_.recentWrites;
+            int64_t now = nowMillis();
+            for (auto& [ns, ids] : touched.byNs)
+                for (auto& id : ids) rw.note(RecentWrites::key(ns, id), now);
+            for (auto& [ns, id] : touched.promoted) rw.note(RecentWrites::key(ns, id), now);
+            rw.prune(now, kRecentWriteGraceMillis);
+            rw.seenThrough = std::max(rw.seenThrough, applied);
+        }
+        token_ = std::move(token);
+        s.noteApplied(applied);
+        s.feederLagOps = 0;
+        s.feederLagMillis = lag;
+        flog_.succeeded();
+        co_return Status::OK();
+    }
+
+    /// For each id: F(X) exists -> replace A(X) with it; else tombstoned ->
+    /// delete A(X); else it left by eviction -> nothing (never a delete). Then
+    /// removes the tombstones it acted on, with an epoch bump.
+    asio::awaitable<Status> applyIds(const std::string& ns, const std::vector<Id>& ids) {
+        if (ids.empty()) co_return Status::OK();
+        auto [db, coll] = splitNs(ns);
+        Tiers& t = ctx_.tiers;
+        auto withMajority = [](bson_t* c) {
+            bson_t rc;
+            BSON_APPEND_DOCUMENT_BEGIN(c, "readConcern", &rc);
+            BSON_APPEND_UTF8(&rc, "level", "majority");
+            bson_append_document_end(c, &rc);
+        };
+        // Tombstones first, then documents: a tombstone seen before the
+        // document read is older than whatever that read finds, so "document
+        // present" means the delete it records was superseded by a re-insert.
+        // (The other order could pair a document read before a delete with the
+        // tombstone of that delete, and remove the tombstone of a live delete.)
+        bson::Doc tc;
+        BSON_APPEND_UTF8(tc.mut(), "find", Metadata::kTombstones);
+        appendTombstoneIn(tc.mut(), "filter", t.meta, ns, ids);
+        BSON_APPEND_INT64(tc.mut(), "batchSize", 100000);
+        withMajority(tc.mut());
+        BSON_APPEND_UTF8(tc.mut(), "$db", t.meta.db.c_str());
+        step_ = "read tombstones";
+        auto tombs = co_await t.fast.collect(tc.get());
+        if (!tombs.isOK()) co_return tombs.getStatus();
+
+        bson::Doc fc;
+        BSON_APPEND_UTF8(fc.mut(), "find", coll.c_str());
+        appendIdIn(fc.mut(), "filter", ids);
+        BSON_APPEND_INT64(fc.mut(), "batchSize", 100000);
+        withMajority(fc.mut());
+        BSON_APPEND_UTF8(fc.mut(), "$db", db.c_str());
+        step_ = "read fast documents";
+        auto docs = co_await t.fast.collect(fc.get());
+        if (!docs.isOK()) co_return docs.getStatus();
+        std::unordered_map<std::string, const bson::Doc*> fast, dead;
+        for (auto& d : docs.getValue()) {
+            Id id;
+            if (idOf(d.get(), &id)) fast.emplace(idKey(id), &d);
+        }
+        for (auto& d : tombs.getValue()) {
+            std::string tns;
+            Id id;
+            if (tombstoneTarget(d.get(), &tns, &id) && tns == ns) dead.emplace(idKey(id), &d);
+        }
+        std::vector<const bson::Doc*> upserts;
+        std::vector<Id> deletes;
+        std::vector<const bson::Doc*> removals;  // tombstones acted on
+        for (const Id& id : ids) {
+            std::string k = idKey(id);
+            auto f = fast.find(k);
+            auto d = dead.find(k);
+            if (f != fast.end()) {
+                upserts.push_back(f->second);
+                // A tombstone older than a re-insert: the archive gets the
+                // document, and the tombstone must not block its eviction.
+                if (d != dead.end()) removals.push_back(d->second);
+            } else if (d != dead.end()) {
+                deletes.push_back(id.copy());
+                removals.push_back(d->second);
+            }
+            // Neither: X left by eviction, and the archive holds it.
+        }
+
+        step_ = "write archive";
+        size_t i = 0;
+        while (i < upserts.size()) {
+            if (!ctx_.leading(gen_)) co_return lostLease();
+            bson::Doc c;
+            BSON_APPEND_UTF8(c.mut(), "update", coll.c_str());
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(c.mut(), "updates", &arr);
+            ArrayKey k;
+            size_t bytes = 0, n = 0;
+            for (; i < upserts.size(); ++i, ++n) {
+                const bson_t* d = upserts[i]->get();
+                if (n > 0 && bytes + d->len > kArchiveCommandBytes) break;
+                bytes += d->len;
+                bson_t stmt, q;
+                bson_append_document_begin(&arr, k(n), -1, &stmt);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                bson_iter_t idIt;
+                if (bson_iter_init_find(&idIt, d, "_id")) bson_append_iter(&q, "_id", 3, &idIt);
+                bson_append_document_end(&stmt, &q);
+                BSON_APPEND_DOCUMENT(&stmt, "u", d);
+                BSON_APPEND_BOOL(&stmt, "upsert", true);
+                bson_append_document_end(&arr, &stmt);
+            }
+            bson_append_array_end(c.mut(), &arr);
+            BSON_APPEND_BOOL(c.mut(), "ordered", false);
+            appendMajority(c.mut());
+            BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+            auto r = co_await t.archive.runOk(c.get());
+            if (!r.isOK()) co_return r.getStatus();
+            ctx_.state.feederApplies += static_cast<int64_t>(n);
+        }
+        if (!deletes.empty()) {
+            if (!ctx_.leading(gen_)) co_return lostLease();
+            bson::Doc c;
+            BSON_APPEND_UTF8(c.mut(), "delete", coll.c_str());
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(c.mut(), "deletes", &arr);
+            ArrayKey k;
+            for (size_t j = 0; j < deletes.size(); ++j) {
+                bson_t stmt, q;
+                bson_append_document_begin(&arr, k(j), -1, &stmt);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                bson_iter_t vit;
+                if (const bson_value_t* v = idValue(deletes[j], &vit))
+                    bson_append_value(&q, "_id", 3, v);
+                bson_append_document_end(&stmt, &q);
+                BSON_APPEND_INT32(&stmt, "limit", 1);
+                bson_append_document_end(&arr, &stmt);
+            }
+            bson_append_array_end(c.mut(), &arr);
+            BSON_APPEND_BOOL(c.mut(), "ordered", false);
+            appendMajority(c.mut());
+            BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+            auto r = co_await t.archive.runOk(c.get());
+            if (!r.isOK()) co_return r.getStatus();
+            ctx_.state.feederApplies += static_cast<int64_t>(deletes.size());
+        }
+        if (!removals.empty()) {
+            step_ = "remove tombstones";
+            co_return co_await removeTombstones(ns, removals);
+        }
+        co_return Status::OK();
+    }
+
+    /// One fast-tier transaction: delete each tombstone only if it is still
+    /// the one we saw (same `v`), and bump the departure epoch (CONSISTENCY.md,
+    /// Promotion: a document leaving the fast tier's protection must fail
+    /// every promotion that read the archive before).
+    asio::awaitable<Status> removeTombstones(const std::string& ns,
+                                             const std::vector<const bson::Doc*>& tombs) {
+        Tiers& t = ctx_.tiers;
+        Status last = Status::OK();
+        for (int attempt = 0; attempt < 5; ++attempt) {
+            if (!ctx_.leading(gen_)) co_return lostLease();
+            auto lease = t.fastSessions.take();
+            Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+            Status st = Status::OK();
+            do {
+                bson::Doc del;
+                BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+                bson_t arr;
+                BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+                ArrayKey k;
+                for (size_t i = 0; i < tombs.size(); ++i) {
+                    bson_t stmt, q;
+                    bson_append_document_begin(&arr, k(i), -1, &stmt);
+                    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                    bson_iter_t it;
+                    if (bson_iter_init_find(&it, tombs[i]->get(), "_id"))
+                        bson_append_iter(&q, "_id", 3, &it);
+                    if (bson_iter_init_find(&it, tombs[i]->get(), "v")) {
+                        bson_append_iter(&q, "v", 1, &it);
+                    } else {
+                        bson_t ex;
+                        BSON_APPEND_DOCUMENT_BEGIN(&q, "v", &ex);
+                        BSON_APPEND_BOOL(&ex, "$exists", false);
+                        bson_append_document_end(&q, &ex);
+                    }
+                    bson_append_document_end(&stmt, &q);
+                    BSON_APPEND_INT32(&stmt, "limit", 1);
+                    bson_append_document_end(&arr, &stmt);
+                }
+                bson_append_array_end(del.mut(), &arr);
+                BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+                auto dr = co_await txn.run(del.get());
+                if (!dr.isOK()) {
+                    st = dr.getStatus();
+                    break;
+                }
+                bson::Doc up;
+                BSON_APPEND_UTF8(up.mut(), "update", Metadata::kState);
+                BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+                appendEpochBump(&arr, "0", ns);
+                bson_append_array_end(up.mut(), &arr);
+                BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+                auto ur = co_await txn.run(up.get());
+                if (!ur.isOK()) {
+                    st = ur.getStatus();
+                    break;
+                }
+                if (!ctx_.leading(gen_)) {
+                    st = lostLease();
+                    break;
+                }
+                st = (co_await txn.commit()).getStatus();
+            } while (false);
+            if (!st.isOK()) co_await txn.abort();
+            t.fastSessions.give(std::move(lease));
+            if (st.isOK() || !isTransient(st)) co_return st;
+            last = st;
+            co_await ctx_.sleep(milliseconds(20 * (attempt + 1)));
+        }
+        co_return last;
+    }
+
+    /// After the change stream lost our position (or on the very first start):
+    /// applies every document and tombstone of every tiered collection, and
+    /// returns a time taken before the scan, from which the stream restarts.
+    asio::awaitable<StatusWith<OpTime>> rescan() {
+        Tiers& t = ctx_.tiers;
+        bson::Doc mark;
+        BSON_APPEND_DATE_TIME(mark.mut(), "rescanStartedAt", nowMillis());
+        OpTime t0 = 0;
+        // Majority-acknowledged, so every write at or before t0 is visible to the scan.
+        Status st = co_await saveStateDoc(t, "feeder", mark.get(), &t0);
+        if (!st.isOK()) co_return st;
+        if (t0 == 0)
+            co_return Status(ErrorCode::ProtocolError,
+                             "the fast tier's reply carried no operationTime (is it a replica "
+                             "set?)");
+        int64_t scanned = 0;
+        for (const auto& p : ctx_.cfg.collections) {
+            auto [db, coll] = splitNs(p.ns);
+            const std::string ns = p.ns;
+            bson::Doc c;
+            BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
+            bson_t proj;
+            BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
+            BSON_APPEND_INT32(&proj, "_id", 1);
+            bson_append_document_end(c.mut(), &proj);
+            BSON_APPEND_INT64(c.mut(), "batchSize", static_cast<int64_t>(kIdsPerLookup));
+            BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+            st = co_await forEachBatch(
+                t.fast, c.get(), [&](std::vector<bson::Doc>& docs) -> asio::awaitable<Status> {
+                    std::vector<Id> ids;
+                    for (auto& d : docs) {
+                        Id id;
+                        if (idOf(d.get(), &id)) ids.push_back(std::move(id));
+                    }
+                    scanned += static_cast<int64_t>(ids.size());
+                    co_return co_await applyIds(ns, ids);
+                });
+            if (!st.isOK()) co_return st;
+            bson::Doc tc;
+            BSON_APPEND_UTF8(tc.mut(), "find", Metadata::kTombstones);
+            bson_t f;
+            BSON_APPEND_DOCUMENT_BEGIN(tc.mut(), "filter", &f);
+            BSON_APPEND_UTF8(&f, "_id.ns", ns.c_str());
+            bson_append_document_end(tc.mut(), &f);
+            BSON_APPEND_INT64(tc.mut(), "batchSize", static_cast<int64_t>(kIdsPerLookup));
+            BSON_APPEND_UTF8(tc.mut(), "$db", t.meta.db.c_str());
+            st = co_await forEachBatch(
+                t.fast, tc.get(), [&](std::vector<bson::Doc>& docs) -> asio::awaitable<Status> {
+                    std::vector<Id> ids;
+                    for (auto& d : docs) {
+                        std::string tns;
+                        Id id;
+                        if (tombstoneTarget(d.get(), &tns, &id) && tns == ns)
+                            ids.push_back(std::move(id));
+                    }
+                    scanned += static_cast<int64_t>(ids.size());
+                    co_return co_await applyIds(ns, ids);
+                });
+            if (!st.isOK()) co_return st;
+        }
+        // The scan applied everything up to t0, but recorded no recent writes:
+        // the evictor waits a whole grace period from now.
+        if (ctx_.recentWrites.gen == gen_) ctx_.recentWrites.reset(gen_, nowMillis());
+        log::info("tiering", 8210022, "Feeder rescanned the fast tier",
+                  fmt::format(R"({{"ids":{},"restartAt":{{"t":{},"i":{}}}}})", scanned,
+                              opTimeSeconds(t0), opTimeIncrement(t0)));
+        ctx_.state.noteApplied(t0);
+        co_return t0;
+    }
+
+    asio::awaitable<void> killCursor() {
+        if (cursorId_ == 0) co_return;
+        bson::Doc kill;
+        BSON_APPEND_UTF8(kill.mut(), "killCursors", cursorColl_.c_str());
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(kill.mut(), "cursors", &arr);
+        BSON_APPEND_INT64(&arr, "0", cursorId_);
+        bson_append_array_end(kill.mut(), &arr);
+        BSON_APPEND_UTF8(kill.mut(), "$db", "admin");
+        cursorId_ = 0;
+        (void)co_await ctx_.tiers.fast.run(kill.get());
+    }
+
+    WorkerContext& ctx_;
+    const uint64_t gen_;
+    ChangeBatchClassifier classifier_;
+    bool loaded_ = false;
+    bool needRescan_ = false;
+    bson::Doc token_;  // the token of the last applied batch (empty: none yet)
+    int64_t cursorId_ = 0;
+    std::string cursorColl_ = "$cmd.aggregate";
+    bool endedOnEvent_ = false;
+    OpTime lastSaveOpTime_ = 0;
+    Clock::time_point lastSaveAt_{};
+    const char* step_ = "start";
+    FailureLog flog_{"feeder", 8210020};
+};
+
+}  // namespace
+
+asio::awaitable<void> runFeeder(WorkerContext& ctx, uint64_t gen) {
+    Feeder f(ctx, gen);
+    co_await f.run();
+}
+
+}  // namespace halo::tiering::workers

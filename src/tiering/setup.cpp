@@ -1,0 +1,180 @@
+// What every proxy makes sure of before serving (see workers.h, ensureSetup).
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "tiering/worker_context.h"
+#include "tiering/workers.h"
+
+namespace halo::tiering {
+
+using namespace workers;
+
+namespace {
+
+/// create {name} in `db` (NamespaceExists is fine), with optional options.
+asio::awaitable<Status> createCollection(Tier& tier, const std::string& db, const std::string& coll,
+                                         const bson_t* collation) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "create", coll.c_str());
+    if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+    appendMajority(c.mut());
+    BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    auto r = co_await tier.runOk(c.get());
+    if (r.isOK() || r.getStatus().code() == ErrorCode::NamespaceExists) co_return Status::OK();
+    co_return r.getStatus();
+}
+
+/// listIndexes; a missing collection has none.
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> listIndexes(Tier& tier, const std::string& db,
+                                                                const std::string& coll) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "listIndexes", coll.c_str());
+    BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    auto r = co_await tier.collect(c.get());
+    if (!r.isOK() && r.getStatus().code() == ErrorCode::NamespaceNotFound)
+        co_return std::vector<bson::Doc>{};
+    co_return r;
+}
+
+std::string indexName(const bson_t* spec) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, spec, "name") && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, nullptr);
+    return {};
+}
+
+/// Whether the index's key starts with `field` (it can serve a range on it).
+bool leadsWith(const bson_t* spec, const std::string& field) {
+    bson_t key;
+    if (!bson::subDocument(spec, "key", &key)) return false;
+    bson_iter_t it;
+    return bson_iter_init(&it, &key) && bson_iter_next(&it) && field == bson_iter_key(&it);
+}
+
+/// The archive collection's collation (the fast tier must compare strings alike).
+asio::awaitable<StatusWith<bson::Doc>> archiveCollation(Tier& archive, const std::string& db,
+                                                        const std::string& coll) {
+    bson::Doc c;
+    BSON_APPEND_INT32(c.mut(), "listCollections", 1);
+    bson_t f;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
+    BSON_APPEND_UTF8(&f, "name", coll.c_str());
+    bson_append_document_end(c.mut(), &f);
+    BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    auto r = co_await archive.collect(c.get());
+    if (!r.isOK()) co_return r.getStatus();
+    bson::Doc out;
+    for (auto& d : r.getValue()) {
+        bson_t opts, coll;
+        if (bson::subDocument(d.get(), "options", &opts) &&
+            bson::subDocument(&opts, "collation", &coll))
+            out = bson::Doc::copyOf(&coll);
+    }
+    co_return out;
+}
+
+asio::awaitable<Status> setupCollection(const CollectionPolicy& p, Tiers& t) {
+    auto [db, coll] = splitNs(p.ns);
+    auto collation = co_await archiveCollation(t.archive, db, coll);
+    if (!collation.isOK()) co_return collation.getStatus();
+    const bson::Doc& co = collation.getValue();
+    Status st = co_await createCollection(t.fast, db, coll, co.empty() ? nullptr : co.get());
+    if (!st.isOK()) co_return st;
+
+    auto archived = co_await listIndexes(t.archive, db, coll);
+    if (!archived.isOK()) co_return archived.getStatus();
+    auto present = co_await listIndexes(t.fast, db, coll);
+    if (!present.isOK()) co_return present.getStatus();
+    bool fastHasAgeIndex = p.ageField == "_id";
+    bool archiveHasAgeIndex = p.ageField == "_id";
+    std::set<std::string> fastNames;
+    for (auto& s : present.getValue()) {
+        fastNames.insert(indexName(s.get()));
+        fastHasAgeIndex |= leadsWith(s.get(), p.ageField);
+    }
+    for (auto& s : archived.getValue()) {
+        archiveHasAgeIndex |= leadsWith(s.get(), p.ageField);
+        std::string name = indexName(s.get());
+        if (name == "_id_" || fastNames.count(name)) continue;
+        bson::Doc spec;
+        bson_iter_t it;
+        bson_iter_init(&it, s.get());
+        bool ttl = false;
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "v" || k == "ns") continue;
+            // A TTL index in the fast tier would delete documents without the
+            // evictor's checks (CONSISTENCY.md, The evictor): the archive's own
+            // TTL index keeps the semantics.
+            if (k == "expireAfterSeconds") {
+                ttl = true;
+                continue;
+            }
+            bson::appendIter(spec.mut(), k, it);
+        }
+        if (ttl)
+            log::info("tiering", 8210052, "TTL index copied to the fast tier without its TTL",
+                      fmt::format(R"({{"ns":{},"index":{}}})", log::quote(p.ns), log::quote(name)));
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "createIndexes", coll.c_str());
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(c.mut(), "indexes", &arr);
+        BSON_APPEND_DOCUMENT(&arr, "0", spec.get());
+        bson_append_array_end(c.mut(), &arr);
+        appendMajority(c.mut());
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        auto r = co_await t.fast.runOk(c.get());
+        if (!r.isOK()) {
+            ErrorCode code = r.getStatus().code();
+            if (code != ErrorCode::IndexOptionsConflict &&
+                code != ErrorCode::IndexKeySpecsConflict && code != ErrorCode::IndexAlreadyExists)
+                co_return r.getStatus();
+            log::warning("tiering", 8210051,
+                         "An archive index conflicts with a fast-tier index; kept the fast one",
+                         fmt::format(R"({{"ns":{},"index":{},"error":{}}})", log::quote(p.ns),
+                                     log::quote(name), log::quote(r.getStatus().reason())));
+            continue;
+        }
+        fastHasAgeIndex |= leadsWith(spec.get(), p.ageField);
+    }
+    if (!fastHasAgeIndex) {
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "createIndexes", coll.c_str());
+        bson_t arr, spec, key;
+        BSON_APPEND_ARRAY_BEGIN(c.mut(), "indexes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &spec);
+        BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
+        BSON_APPEND_INT32(&key, p.ageField.c_str(), 1);
+        bson_append_document_end(&spec, &key);
+        BSON_APPEND_UTF8(&spec, "name", ("halocline_age_" + p.ageField).c_str());
+        bson_append_document_end(&arr, &spec);
+        bson_append_array_end(c.mut(), &arr);
+        appendMajority(c.mut());
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        auto r = co_await t.fast.runOk(c.get());
+        if (!r.isOK()) co_return r.getStatus();
+    }
+    if (!archiveHasAgeIndex)
+        log::warning(
+            "tiering", 8210050,
+            "The archive has no index on the age field: the warmer sorts without one",
+            fmt::format(R"({{"ns":{},"ageField":{}}})", log::quote(p.ns), log::quote(p.ageField)));
+    co_return Status::OK();
+}
+
+}  // namespace
+
+asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& t) {
+    for (const char* coll : {Metadata::kTombstones, Metadata::kState}) {
+        Status st = co_await createCollection(t.fast, t.meta.db, coll, nullptr);
+        if (!st.isOK()) co_return st;
+    }
+    for (const auto& p : cfg.collections) {
+        Status st = co_await setupCollection(p, t);
+        if (!st.isOK())
+            co_return Status(st.code(), fmt::format("setting up {}: {}", p.ns, st.reason()));
+    }
+    co_return Status::OK();
+}
+
+}  // namespace halo::tiering

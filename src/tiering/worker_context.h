@@ -1,0 +1,178 @@
+#pragma once
+// Internal to the workers (workers.cpp, feeder.cpp, evictor.cpp, warmer.cpp,
+// setup.cpp): what they share, and small command builders. Everything in a
+// WorkerContext except the atomics is touched only on its strand.
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bson/doc.h"
+#include "common/status.h"
+#include "tiering/change_events.h"
+#include "tiering/config.h"
+#include "tiering/protocol.h"
+#include "tiering/state.h"
+
+namespace halo::tiering::workers {
+
+using Clock = std::chrono::steady_clock;
+
+/// How long the evictor leaves a document alone after the feeder saw it
+/// written (RecentWrites). Covers a proxy's step from promotion to write.
+constexpr int64_t kRecentWriteGraceMillis = 10'000;
+
+/// Milliseconds since the Unix epoch, from the system clock.
+int64_t nowMillis();
+
+/// The documents the feeder saw written in the fast tier recently (by local
+/// time of processing), so the evictor leaves them alone for a grace period:
+/// a proxy promotes a document and then writes it, and an eviction between
+/// the two would make the write miss the document (see evictor.cpp). Only the
+/// leader's own feeder fills it, from its session start (`since`).
+struct RecentWrites {
+    uint64_t gen = 0;        // the lease acquisition the feeder session belongs to
+    int64_t since = 0;       // local ms when that session began recording
+    OpTime seenThrough = 0;  // every event up to this cluster time is recorded
+    std::unordered_map<std::string, int64_t> at;  // ns + '\0' + idKey -> local ms
+    std::deque<std::pair<int64_t, std::string>> order;
+
+    static std::string key(const std::string& ns, const Id& id) { return ns + '\0' + idKey(id); }
+    void reset(uint64_t g, int64_t now) {
+        gen = g;
+        since = now;
+        seenThrough = 0;
+        at.clear();
+        order.clear();
+    }
+    void note(std::string k, int64_t now) {
+        at[k] = now;
+        order.emplace_back(now, std::move(k));
+    }
+    void prune(int64_t now, int64_t graceMs) {
+        while (!order.empty() && order.front().first < now - graceMs) {
+            auto it = at.find(order.front().second);
+            if (it != at.end() && it->second == order.front().first) at.erase(it);
+            order.pop_front();
+        }
+    }
+    bool recent(const std::string& k, int64_t now, int64_t graceMs) const {
+        auto it = at.find(k);
+        return it != at.end() && it->second >= now - graceMs;
+    }
+};
+
+struct WorkerContext {
+    WorkerContext(asio::io_context& io, const ProxyConfig& cfg, Tiers& tiers, SharedState& state,
+                  std::string owner);
+
+    asio::strand<asio::io_context::executor_type> strand;
+    const ProxyConfig cfg;
+    Tiers& tiers;
+    SharedState& state;
+    const std::string owner;
+    std::atomic<bool> started{false};
+    std::atomic<bool> stopping{false};
+
+    // Strand only. `gen` counts lease acquisitions: a worker session started
+    // for one acquisition never continues into the next.
+    uint64_t gen = 0;
+    bool leader = false;
+    Clock::time_point workUntil{};  // no worker step may start after this
+    int activeSessions = 0;
+    std::set<asio::steady_timer*> timers;
+    RecentWrites recentWrites;
+
+    /// Whether a session started for acquisition `g` may take another step.
+    bool leading(uint64_t g) const {
+        return !stopping.load() && leader && gen == g && Clock::now() < workUntil;
+    }
+    /// Waits `d` on the strand (returns early when stop() is called).
+    asio::awaitable<void> sleep(std::chrono::milliseconds d);
+    void cancelTimers();
+};
+
+/// Logs a worker's failures without flooding: the first one, then at most one
+/// every 30 s while it keeps failing (log id `logId`), and once when it
+/// recovers (`logId` + 100). Also yields the retry backoff (250 ms doubling
+/// to 5 s).
+class FailureLog {
+  public:
+    FailureLog(std::string worker, int logId) : worker_(std::move(worker)), logId_(logId) {}
+    void failed(const Status& s, std::string_view what, std::string_view ns = {});
+    void succeeded();
+    std::chrono::milliseconds backoff() const { return backoff_; }
+
+  private:
+    std::string worker_;
+    int logId_;
+    int64_t failures_ = 0;
+    Clock::time_point lastLog_{};
+    std::chrono::milliseconds backoff_{250};
+};
+
+/// "0", "1", ... for array keys.
+class ArrayKey {
+  public:
+    const char* operator()(size_t i) {
+        const char* k;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf_, sizeof buf_);
+        return k;
+    }
+
+  private:
+    char buf_[16];
+};
+
+/// {key: {_id: {$in: [ids]}}}
+void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids);
+/// {key: {_id: {$in: [{ns, id}...]}}}: the tombstones of `ids`.
+void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
+                       const std::vector<Id>& ids);
+/// The tombstone _id {ns, id} of a tombstone document, as (ns, Id).
+bool tombstoneTarget(const bson_t* tombstone, std::string* ns, Id* id);
+
+bool sameBytes(const bson_t* a, const bson_t* b);
+
+/// An `update` statement on halocline.state: {q: {_id: "epoch:<ns>"}, u: {$inc: {n: 1}}, upsert}.
+void appendEpochBump(bson_t* updates, const char* key, const std::string& ns);
+
+/// Upserts halocline.state {_id: id} with {$set: fields} (w: majority). The
+/// reply's operationTime when `opTime` is given.
+asio::awaitable<Status> saveStateDoc(Tiers& t, const std::string& id, const bson_t* fields,
+                                     OpTime* opTime = nullptr);
+/// Reads halocline.state documents by _id.
+asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
+    Tiers& t, const std::vector<std::string>& ids);
+
+/// Runs a find/aggregate and calls `fn` with each batch of documents, following
+/// the cursor (the cursor is killed when `fn` fails).
+using BatchFn = std::function<asio::awaitable<Status>(std::vector<bson::Doc>&)>;
+asio::awaitable<Status> forEachBatch(Tier& tier, const bson_t* cmd, BatchFn fn);
+
+/// Reads fields from state documents.
+int64_t intField(const bson_t* d, const char* key, int64_t dflt = 0);
+bool boolField(const bson_t* d, const char* key);
+std::optional<int64_t> dateField(const bson_t* d, const char* key);
+
+/// The documents of a cursor reply's firstBatch/nextBatch.
+std::vector<bson::Doc> batchOf(const bson_t* reply);
+
+/// The id the state documents use for a concern of a collection: "warm:db.c".
+inline std::string stateId(const char* concern, const std::string& ns) {
+    return std::string(concern) + ":" + ns;
+}
+
+// The worker coroutines (one file each). Each runs while ctx.leading(gen).
+asio::awaitable<void> runFeeder(WorkerContext& ctx, uint64_t gen);
+asio::awaitable<void> runEvictor(WorkerContext& ctx, uint64_t gen);
+asio::awaitable<void> runWarmer(WorkerContext& ctx, uint64_t gen, const CollectionPolicy& policy);
+
+}  // namespace halo::tiering::workers
