@@ -250,6 +250,11 @@ class Evictor {
                 for (auto& id : ids)
                     if (unchanged.count(idKey(id))) keep.push_back(id.copy());
                 if (keep.empty()) break;
+                // Pins (CONSISTENCY.md, Pins): write every pin key, so a proxy
+                // pinning one concurrently conflicts with us, and leave pinned
+                // documents alone: a write is about to touch them.
+                st = co_await skipPinned(ns, inTxn, &keep);
+                if (!st.isOK() || keep.empty()) break;
                 bson::Doc del;
                 BSON_APPEND_UTF8(del.mut(), "delete", coll.c_str());
                 bson_t arr, stmt;
@@ -290,6 +295,81 @@ class Evictor {
         }
         // Still conflicting: these documents are being written; try next pass.
         co_return int64_t{0};
+    }
+
+    /// In the eviction transaction: touches the pin of each id in `keep`,
+    /// drops the ids a live pin protects, and deletes the pins of the rest.
+    asio::awaitable<Status> skipPinned(const std::string& ns, const CommandRunner& inTxn,
+                                       std::vector<Id>* keep) {
+        Tiers& t = ctx_.tiers;
+        bson_oid_t touch;
+        bson_oid_init(&touch, nullptr);
+        bson::Doc up;
+        BSON_APPEND_UTF8(up.mut(), "update", Metadata::kPins);
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+        char buf[16];
+        for (size_t i = 0; i < keep->size(); ++i) {
+            const char* k;
+            bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+            bson_t stmt, q, u, set, soi;
+            bson_append_document_begin(&arr, k, -1, &stmt);
+            BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+            t.meta.appendTombstoneKey(&q, "_id", ns, (*keep)[i]);
+            bson_append_document_end(&stmt, &q);
+            BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+            BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+            BSON_APPEND_OID(&set, "evictor", &touch);
+            bson_append_document_end(&u, &set);
+            BSON_APPEND_DOCUMENT_BEGIN(&u, "$setOnInsert", &soi);
+            BSON_APPEND_INT32(&soi, "n", 0);
+            bson_append_document_end(&u, &soi);
+            bson_append_document_end(&stmt, &u);
+            BSON_APPEND_BOOL(&stmt, "upsert", true);
+            bson_append_document_end(&arr, &stmt);
+        }
+        bson_append_array_end(up.mut(), &arr);
+        BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+        auto ur = co_await inTxn(up.get());
+        if (!ur.isOK()) co_return ur.getStatus();
+        bson::Doc pc;
+        BSON_APPEND_UTF8(pc.mut(), "find", Metadata::kPins);
+        appendTombstoneIn(pc.mut(), "filter", t.meta, ns, *keep);
+        BSON_APPEND_INT64(pc.mut(), "batchSize", 100000);
+        BSON_APPEND_UTF8(pc.mut(), "$db", t.meta.db.c_str());
+        auto pins = co_await collectWith(inTxn, pc.get());
+        if (!pins.isOK()) co_return pins.getStatus();
+        std::set<std::string> pinned;
+        int64_t staleBefore = nowMillis() - kStalePinMillis;
+        for (auto& d : pins.getValue()) {
+            bson_iter_t it;
+            int64_t n = 0, at = 0;
+            if (bson_iter_init_find(&it, d.get(), "n") && BSON_ITER_HOLDS_NUMBER(&it))
+                n = bson_iter_as_int64(&it);
+            if (bson_iter_init_find(&it, d.get(), "at") && BSON_ITER_HOLDS_DATE_TIME(&it))
+                at = bson_iter_date_time(&it);
+            std::string tns;
+            Id id;
+            if (n > 0 && at > staleBefore && tombstoneTarget(d.get(), &tns, &id))
+                pinned.insert(idKey(id));
+        }
+        std::vector<Id> free;
+        for (auto& id : *keep)
+            if (!pinned.count(idKey(id))) free.push_back(std::move(id));
+        *keep = std::move(free);
+        if (keep->empty()) co_return Status::OK();
+        bson::Doc del;
+        BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kPins);
+        bson_t darr, stmt;
+        BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &darr);
+        BSON_APPEND_DOCUMENT_BEGIN(&darr, "0", &stmt);
+        appendTombstoneIn(&stmt, "q", t.meta, ns, *keep);
+        BSON_APPEND_INT32(&stmt, "limit", 0);
+        bson_append_document_end(&darr, &stmt);
+        bson_append_array_end(del.mut(), &darr);
+        BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+        auto dr = co_await inTxn(del.get());
+        co_return dr.getStatus();
     }
 
     WorkerContext& ctx_;

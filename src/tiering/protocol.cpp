@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <optional>
 #include <unordered_set>
 
 #include "common/log.h"
@@ -50,6 +52,14 @@ void appendMajority(bson_t* cmd) {
 }
 
 namespace {
+
+/// A short, growing pause between retries of a conflicting transaction.
+asio::awaitable<void> backoff(int attempt) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(std::chrono::milliseconds(1 + 2 * attempt));
+    asio::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
 
 std::string idKey(const Id& id) {
     return std::string(reinterpret_cast<const char*>(id.data()), id.size());
@@ -336,6 +346,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         last = r.getStatus();
         if (!isTransient(last)) co_return last;
         ids = std::move(rest);
+        co_await backoff(attempt);
     }
     co_return Status(ErrorCode::WriteConflict,
                      "halocline: could not copy documents up from the archive after 20 attempts: " +
@@ -357,6 +368,181 @@ asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
         total += r.getValue();
     }
     co_return total;
+}
+
+namespace {
+
+int64_t wallMillis() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// The age (ms) of a document's age field; nullopt when it has none the
+/// evictor would act on (so the document is never evicted).
+std::optional<int64_t> ageMillis(const bson_t* doc, const CollectionPolicy& p) {
+    bson_iter_t it;
+    if (!bson::findDotted(doc, p.ageField, &it)) return std::nullopt;
+    if (BSON_ITER_HOLDS_DATE_TIME(&it)) return bson_iter_date_time(&it);
+    if (BSON_ITER_HOLDS_OID(&it))
+        return static_cast<int64_t>(bson_oid_get_time_t(bson_iter_oid(&it))) * 1000;
+    return std::nullopt;
+}
+
+/// Ids of documents matching `filter` in `tier` (with the age field).
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(Tier& tier, const std::string& ns,
+                                                                const bson_t* filterDoc,
+                                                                const CollectionPolicy* p) {
+    auto [db, coll] = splitNs(ns);
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
+    bson_concat(c.mut(), filterDoc);
+    bson_t proj;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
+    BSON_APPEND_INT32(&proj, "_id", 1);
+    if (p && p->ageField != "_id") BSON_APPEND_INT32(&proj, p->ageField.c_str(), 1);
+    bson_append_document_end(c.mut(), &proj);
+    BSON_APPEND_INT32(c.mut(), "batchSize", 100000);
+    BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    co_return co_await tier.collect(c.get());
+}
+
+/// Writes the pins (n += 1, at = now), durably. Retries write conflicts with
+/// the evictor's transaction on the same pin.
+asio::awaitable<Status> pinIds(Tiers& t, const std::string& ns, const std::vector<Id>& ids,
+                               int delta) {
+    if (ids.empty()) co_return Status::OK();
+    bson::Doc up;
+    BSON_APPEND_UTF8(up.mut(), "update", Metadata::kPins);
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+    char buf[16];
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const char* k;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+        bson_t stmt, q, u, inc, set;
+        bson_append_document_begin(&arr, k, -1, &stmt);
+        BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+        t.meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
+        bson_append_document_end(&stmt, &q);
+        BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+        BSON_APPEND_DOCUMENT_BEGIN(&u, "$inc", &inc);
+        BSON_APPEND_INT32(&inc, "n", delta);
+        bson_append_document_end(&u, &inc);
+        if (delta > 0) {
+            BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+            BSON_APPEND_DATE_TIME(&set, "at", wallMillis());
+            bson_append_document_end(&u, &set);
+        }
+        bson_append_document_end(&stmt, &u);
+        BSON_APPEND_BOOL(&stmt, "upsert", delta > 0);
+        bson_append_document_end(&arr, &stmt);
+    }
+    bson_append_array_end(up.mut(), &arr);
+    BSON_APPEND_BOOL(up.mut(), "ordered", false);
+    appendMajority(up.mut());
+    BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+    Status last = Status::OK();
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        auto r = co_await t.fast.runOk(up.get());
+        if (r.isOK()) co_return Status::OK();
+        last = r.getStatus();
+        if (last.code() != ErrorCode::WriteConflict) co_return last;
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        timer.expires_after(std::chrono::milliseconds(2 + attempt));
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return last;
+}
+
+/// Pins `toPin`, then promotes what of it is missing from the fast tier.
+asio::awaitable<StatusWith<Pinned>> pinAndPromote(Tiers& t, const std::string& ns,
+                                                  std::vector<Id> toPin) {
+    Pinned out{ns, {}};
+    if (toPin.empty()) co_return out;
+    Status s = co_await pinIds(t, ns, toPin, +1);
+    if (!s.isOK()) co_return s;
+    out.ids = std::move(toPin);
+    // After the pins are durable no eviction can remove these; anything the
+    // evictor removed before is missing now and is promoted here.
+    auto r = co_await promoteIds(t, ns, out.ids);
+    if (!r.isOK()) {
+        co_await unpin(t, out);
+        co_return r.getStatus();
+    }
+    co_return out;
+}
+
+}  // namespace
+
+asio::awaitable<void> unpin(Tiers& t, const Pinned& pins) {
+    (void)co_await pinIds(t, pins.ns, pins.ids, -1);
+}
+
+asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p,
+                                                 Millis guard, const std::vector<Id>& ids) {
+    if (ids.empty()) co_return Pinned{p.ns, {}};
+    int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
+    std::vector<Id> toPin, absent;
+    bson::Doc f;
+    appendIdIn(f.mut(), "filter", ids);
+    auto present = co_await matchingIds(t.fast, p.ns, f.get(), &p);
+    if (!present.isOK()) co_return present.getStatus();
+    std::unordered_set<std::string> found;
+    for (auto& d : present.getValue()) {
+        Id id;
+        if (!idOf(d.get(), &id)) continue;
+        found.insert(idKey(id));
+        auto age = ageMillis(d.get(), p);
+        if (age && *age < evictableBelow) toPin.push_back(std::move(id));
+    }
+    for (auto& id : ids)
+        if (!found.count(idKey(id))) absent.push_back(id.copy());
+    if (!absent.empty()) {
+        // Absent ids that exist in the archive (and are not tombstoned) will be promoted.
+        auto dead = co_await tombstonedIn(t, p.ns, absent);
+        if (!dead.isOK()) co_return dead.getStatus();
+        std::vector<Id> rest;
+        for (size_t i = 0; i < absent.size(); ++i)
+            if (!dead.getValue()[i]) rest.push_back(std::move(absent[i]));
+        if (!rest.empty()) {
+            bson::Doc af;
+            appendIdIn(af.mut(), "filter", rest);
+            auto inArchive = co_await matchingIds(t.archive, p.ns, af.get(), nullptr);
+            if (!inArchive.isOK()) co_return inArchive.getStatus();
+            for (auto& d : inArchive.getValue()) {
+                Id id;
+                if (idOf(d.get(), &id)) toPin.push_back(std::move(id));
+            }
+        }
+    }
+    co_return co_await pinAndPromote(t, p.ns, std::move(toPin));
+}
+
+asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
+                                                         Millis guard, const bson_t* filter) {
+    int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
+    bson::Doc f;
+    BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
+    std::vector<Id> toPin;
+    std::unordered_set<std::string> seen;
+    auto fast = co_await matchingIds(t.fast, p.ns, f.get(), &p);
+    if (!fast.isOK()) co_return fast.getStatus();
+    for (auto& d : fast.getValue()) {
+        Id id;
+        if (!idOf(d.get(), &id)) continue;
+        auto age = ageMillis(d.get(), p);
+        if (age && *age < evictableBelow && seen.insert(idKey(id)).second)
+            toPin.push_back(std::move(id));
+    }
+    auto archive = co_await matchingIds(t.archive, p.ns, f.get(), nullptr);
+    if (!archive.isOK()) co_return archive.getStatus();
+    for (auto& d : archive.getValue()) {
+        Id id;
+        if (idOf(d.get(), &id) && seen.insert(idKey(id)).second) toPin.push_back(std::move(id));
+    }
+    co_return co_await pinAndPromote(t, p.ns, std::move(toPin));
 }
 
 asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string& ns,
@@ -488,6 +674,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
         t.fastSessions.give(std::move(lease));
         if (!isTransient(st)) co_return st;
         last = st;
+        co_await backoff(attempt);
     }
     co_return Status(ErrorCode::WriteConflict,
                      "halocline: delete kept conflicting with concurrent writes: " + last.reason());

@@ -27,7 +27,7 @@ struct Metadata {
     std::string db = "halocline";
     static constexpr const char* kTombstones = "tombstones";
     static constexpr const char* kState = "state";
-    static constexpr const char* kRetries = "retries";
+    static constexpr const char* kPins = "pins";
     std::string tombstonesNs() const { return db + "." + kTombstones; }
     /// {ns: "<db.coll>", id: <id>}: the _id of X's tombstone.
     static void appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,
@@ -67,6 +67,24 @@ asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string
 /// (the warmer's batched path). Returns the number copied up.
 asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns, int64_t epoch,
                                                  const std::vector<bson::Doc>& docs);
+
+/// CONSISTENCY.md, Pins: ids a write is about to touch that the evictor must
+/// leave alone until unpin(). prepareWrite pins every id that may be evicted
+/// during the write (present with an age near the horizon, or living only in
+/// the archive), then promotes what is missing, so the write finds every
+/// document it could touch in the fast tier.
+struct Pinned {
+    std::string ns;
+    std::vector<Id> ids;
+};
+asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p,
+                                                 Millis guard, const std::vector<Id>& ids);
+/// The same for every document `filter` can match, in either tier.
+asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
+                                                         Millis guard, const bson_t* filter);
+asio::awaitable<void> unpin(Tiers& t, const Pinned& pins);
+/// Pins older than this are left by a crashed proxy; the evictor ignores them.
+inline constexpr int64_t kStalePinMillis = 10 * 60 * 1000;
 
 /// CONSISTENCY.md, Deletes: deletes what `filter` matches in the fast tier
 /// (one document when `limit` is 1) in a transaction that leaves one tombstone

@@ -212,7 +212,10 @@ class ClientConnection : public net::FrameHandler {
     asio::awaitable<bson::Doc> tieredDelete(const CollectionPolicy& p, const wire::OpMsg& msg,
                                             const bson_t* cmd);
     asio::awaitable<bson::Doc> tieredRemove(const CollectionPolicy& p, const bson_t* cmd);
-    asio::awaitable<Status> promoteFor(const CollectionPolicy& p, const bson_t* filter);
+    /// Pins and promotes what a write with `filter` can touch (appends to `pins`).
+    asio::awaitable<Status> prepare(const CollectionPolicy& p, const bson_t* filter,
+                                    std::vector<Pinned>* pins);
+    asio::awaitable<void> release(std::vector<Pinned>& pins);
     asio::awaitable<Status> awaitFeeder(const std::string& ns, OpTime after);
     void noteWriteReply(const std::string& ns, const bson_t* reply);
 
@@ -769,18 +772,25 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     co_return co_await forward(p_.archive(), msg, body.get(), p.ns, false);
 }
 
-asio::awaitable<Status> ClientConnection::promoteFor(const CollectionPolicy& p,
-                                                     const bson_t* filter) {
+asio::awaitable<Status> ClientConnection::prepare(const CollectionPolicy& p, const bson_t* filter,
+                                                  std::vector<Pinned>* pins) {
     auto ids = idsNamedBy(filter);
     // (Not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
-    StatusWith<int64_t> r = int64_t{0};
+    StatusWith<Pinned> r = Pinned{};
     if (ids)
-        r = co_await promoteIds(p_.tiers(), p.ns, *ids);
+        r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, *ids);
     else
-        r = co_await promoteMatching(p_.tiers(), p.ns, filter);
+        r = co_await prepareWriteMatching(p_.tiers(), p, p_.config().clockSkewGuard, filter);
     if (!r.isOK()) co_return r.getStatus();
-    if (auto* prog = p_.state().progress(p.ns)) prog->promoted += r.getValue();
+    if (auto* prog = p_.state().progress(p.ns))
+        prog->promoted += static_cast<int64_t>(r.getValue().ids.size());
+    if (!r.getValue().ids.empty()) pins->push_back(std::move(r.getValue()));
     co_return Status::OK();
+}
+
+asio::awaitable<void> ClientConnection::release(std::vector<Pinned>& pins) {
+    for (auto& p : pins) co_await unpin(p_.tiers(), p);
+    pins.clear();
 }
 
 asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy& p,
@@ -788,32 +798,46 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
                                                          const wire::OpMsg& msg,
                                                          const bson_t* cmd) {
     if (name == "delete") co_return co_await tieredDelete(p, msg, cmd);
+    // Every document the write can touch is in the fast tier, and pinned there
+    // against eviction, until the write has run (CONSISTENCY.md, Writes).
+    std::vector<Pinned> pins;
+    Status prepared = Status::OK();
     if (name == "insert") {
         std::vector<Id> ids;
         for (auto& d : statements(msg, cmd, "documents")) {
             Id id;
             if (idOf(d.get(), &id)) ids.push_back(std::move(id));
         }
-        auto r = co_await promoteIds(p_.tiers(), p.ns, ids);
-        if (!r.isOK()) co_return errorDoc(r.getStatus());
-        if (auto* prog = p_.state().progress(p.ns)) prog->promoted += r.getValue();
+        auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids);
+        if (!r.isOK())
+            prepared = r.getStatus();
+        else if (!r.getValue().ids.empty())
+            pins.push_back(std::move(r.getValue()));
     } else if (name == "update") {
         for (auto& u : statements(msg, cmd, "updates")) {
             bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) continue;
-            Status s = co_await promoteFor(p, &q);
-            if (!s.isOK()) co_return errorDoc(s);
+            prepared = co_await prepare(p, &q, &pins);
+            if (!prepared.isOK()) break;
         }
     } else {  // findAndModify
         bson_t q;
         bson_t empty = BSON_INITIALIZER;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
-        Status s = co_await promoteFor(p, &q);
-        if (!s.isOK()) co_return errorDoc(s);
-        if (truthy(cmd, "remove")) co_return co_await tieredRemove(p, cmd);
+        prepared = co_await prepare(p, &q, &pins);
+        if (prepared.isOK() && truthy(cmd, "remove")) {
+            bson::Doc out = co_await tieredRemove(p, cmd);
+            co_await release(pins);
+            co_return out;
+        }
+    }
+    if (!prepared.isOK()) {
+        co_await release(pins);
+        co_return errorDoc(prepared);
     }
     bson::Doc body = forwardBody(cmd, false);
     auto r = co_await send(p_.fast(), msg, body.get());
+    co_await release(pins);
     if (!r.isOK()) co_return errorDoc(r.getStatus());
     noteWriteReply(p.ns, r.getValue().get());
     co_return rewriteReply(p_.fast(), r.getValue().get(), p.ns, false);
@@ -836,11 +860,13 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
         bool hasCollation = bson::subDocument(stmts[i].get(), "collation", &collation);
         int64_t limit = 0;
         if (bson_iter_init_find(&it, stmts[i].get(), "limit")) limit = bson_iter_as_int64(&it);
-        Status s = co_await promoteFor(p, &q);
+        std::vector<Pinned> pins;
+        Status s = co_await prepare(p, &q, &pins);
         StatusWith<DeleteResult> r = s;
         if (s.isOK())
             r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
                                               hasCollation ? &collation : nullptr);
+        co_await release(pins);
         if (!r.isOK()) {
             bson_t e;
             std::string key = std::to_string(nErrors++);
