@@ -695,29 +695,42 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     }
     if (d.route == Route::FastThenArchive) {
         bson::Doc fbody = forwardBody(cmd, false);
-        auto r = co_await send(p_.fast(), msg, fbody.get());
-        if (!r.isOK()) co_return errorDoc(r.getStatus());
-        const bson_t* reply = r.getValue().get();
-        bson_t cursor, batch;
-        bool nonEmpty = false;
-        if (bson::subDocument(reply, "cursor", &cursor) &&
-            bson::subDocument(&cursor, "firstBatch", &batch))
-            nonEmpty = !bson_empty(&batch);
-        bool okReply = replyStatus(reply).isOK();
-        bool answered = !okReply || nonEmpty;
-        if (!answered) {
-            // Empty: does the fast tier know the document (present but not
-            // matching, or deleted)? Then the empty answer stands (invariant A).
-            std::vector<Id> ids;
-            ids.push_back(d.lookupId->copy());
-            auto pres = co_await fastPresence(p_.tiers(), p.ns, ids);
-            if (!pres.isOK()) co_return errorDoc(pres.getStatus());
-            answered = pres.getValue().present[0] || pres.getValue().tombstoned[0];
-        }
-        if (answered) {
-            prog->idLookupHits++;
-            prog->routedFast++;
-            co_return rewriteReply(p_.fast(), reply, p.ns, true);
+        std::vector<Id> ids;
+        ids.push_back(d.lookupId->copy());
+        bool wasPresent = false;
+        for (int attempt = 0;; ++attempt) {
+            auto r = co_await send(p_.fast(), msg, fbody.get());
+            if (!r.isOK()) co_return errorDoc(r.getStatus());
+            const bson_t* reply = r.getValue().get();
+            bson_t cursor, batch;
+            bool nonEmpty = false;
+            if (bson::subDocument(reply, "cursor", &cursor) &&
+                bson::subDocument(&cursor, "firstBatch", &batch))
+                nonEmpty = !bson_empty(&batch);
+            bool answered = !replyStatus(reply).isOK() || nonEmpty;
+            if (!answered) {
+                // Empty. Does the fast tier know the document? Deleted: the
+                // empty answer stands. Present now, but absent when we read (it
+                // was just copied up): read again. Present both times: it does
+                // not match. Neither: the archive is current (invariant A).
+                auto pres = co_await fastPresence(p_.tiers(), p.ns, ids);
+                if (!pres.isOK()) co_return errorDoc(pres.getStatus());
+                bool present = pres.getValue().present[0];
+                answered = pres.getValue().tombstoned[0] || (present && wasPresent);
+                if (!answered && present) {
+                    wasPresent = true;
+                    if (attempt < 5) continue;
+                    co_return errorDoc(Status(ErrorCode::ExceededTimeLimit,
+                                              "halocline: the document kept moving between "
+                                              "the tiers during the lookup; retry"));
+                }
+            }
+            if (answered) {
+                prog->idLookupHits++;
+                prog->routedFast++;
+                co_return rewriteReply(p_.fast(), reply, p.ns, true);
+            }
+            break;
         }
         // Neither in the fast tier nor tombstoned: the archive's copy is the latest.
         prog->idLookupMisses++;
