@@ -17,7 +17,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { MongoClient, Timestamp } = require('mongodb');
+const { MongoClient, Timestamp, BSON } = require('mongodb');
 const {
   haloclineBinary,
   makeTempDir,
@@ -229,9 +229,13 @@ class ProxyServer {
   /** Graceful stop: SIGTERM, bounded wait; throws on a non-zero exit or sanitizer output. */
   async stop() {
     if (!this.proc) return null;
-    const wasCrashed = this.proc.crashed;
-    const info = this.proc.running ? await this.proc.stop() : this.proc.exitInfo;
-    this.checkExit(info, { crashed: wasCrashed });
+    if (!this.proc.running) {
+      // Killed on purpose (kill()) and not restarted, or exited on its own (a crash).
+      this.checkExit(this.proc.exitInfo, { crashed: this.proc.crashed, killed: !this.proc.crashed });
+      return this.proc.exitInfo;
+    }
+    const info = await this.proc.stop();
+    this.checkExit(info);
     return info;
   }
 
@@ -245,10 +249,10 @@ class ProxyServer {
     return [...this.previous, this.proc].filter(Boolean).flatMap((p) => p.sanitizerReports);
   }
 
-  checkExit(info, { crashed = false } = {}) {
+  checkExit(info, { crashed = false, killed = false } = {}) {
     const problems = [];
     if (crashed) problems.push(`exited on its own (code=${info.code}, signal=${info.signal})`);
-    else if (info.code !== 0 || info.signal) problems.push(`exit code=${info.code} signal=${info.signal} after SIGTERM`);
+    else if (!killed && (info.code !== 0 || info.signal)) problems.push(`exit code=${info.code} signal=${info.signal} after SIGTERM`);
     const san = this.sanitizerReports();
     if (san.length) problems.push(`sanitizer reports:\n${san.join('\n')}`);
     if (problems.length) throw new Error(`${this.name}: ${problems.join('; ')}\n${this.proc.tail()}`);
@@ -294,11 +298,17 @@ async function waitUntil(what, fn, { timeoutMs = DEFAULT_WAIT_MS, intervalMs = 1
   }
 }
 
+/** Extended JSON (relaxed) of a value for messages: timestamps as {t, i}, dates as ISO. */
 function show(v) {
+  if (v === undefined) return 'undefined';
   try {
-    return JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? x.toString() : x));
+    return BSON.EJSON.stringify(v, { relaxed: true });
   } catch {
-    return String(v);
+    try {
+      return JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? x.toString() : x));
+    } catch {
+      return String(v);
+    }
   }
 }
 
@@ -596,7 +606,7 @@ class Tiered {
     const want = tsValue(after);
     let last;
     return waitUntil(
-      `the feeder to apply every write up to ${after}`,
+      `the feeder to apply every write up to ${show(after)}`,
       async () => {
         last = await this.status();
         const applied = last.feeder.appliedTime;

@@ -413,7 +413,28 @@ function diffOutcome(got, want) {
   const b = EJSON.stringify(want, { relaxed: false });
   if (a === b) return null;
   const orderOnly = canonicalJson(got) === canonicalJson(want) ? ' (differs only in field order)' : '';
-  return `subject${orderOnly}: ${describe(got)}\nreference: ${describe(want)}`;
+  if (Array.isArray(got.docs) && Array.isArray(want.docs)) {
+    // Name the first differing position instead of printing whole result sets.
+    const n = Math.max(got.docs.length, want.docs.length);
+    for (let i = 0; i < n; i++) {
+      const g = got.docs[i];
+      const w = want.docs[i];
+      if (g === undefined || w === undefined || EJSON.stringify(g, { relaxed: false }) !== EJSON.stringify(w, { relaxed: false })) {
+        return (
+          `subject${orderOnly} returned ${got.docs.length} documents, reference ${want.docs.length}; first difference at ` +
+          `position ${i}:\n  subject:   ${brief(g)}\n  reference: ${brief(w)}`
+        );
+      }
+    }
+  }
+  return `subject${orderOnly}: ${brief(got)}\nreference: ${brief(want)}`;
+}
+
+/** describe(), cut to `max` characters for failure messages. */
+function brief(x, max = 3000) {
+  if (x === undefined) return '(none)';
+  const s = describe(x);
+  return s.length > max ? `${s.slice(0, max)}... (${s.length} characters)` : s;
 }
 
 /** Canonical EJSON with object keys sorted (arrays keep their order). */
@@ -456,6 +477,7 @@ module.exports = {
   diffOutcome,
   diffDocs,
   describe,
+  brief,
   canonicalJson,
   byId,
 };
