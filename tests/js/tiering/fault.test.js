@@ -4,7 +4,8 @@
 // deleting and reading with exact bookkeeping of what was acknowledged.
 //
 // A write that fails in any way has an unknown outcome (it may or may not have applied)
-// and its document is left alone afterwards. After recovery and feeder catch-up:
+// and its document is left alone afterwards. Half the writers use retryable writes (a
+// retried write must apply once), half do not (so unknown outcomes really occur). After recovery and feeder catch-up:
 //  - the archive holds exactly the acknowledged state (unknown outcomes either way),
 //  - nothing acknowledged is lost, no acknowledged delete is undone,
 //  - every fast-tier document equals the archive's copy (no stale version anywhere),
@@ -100,7 +101,9 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
   };
 
   const writer = async (w) => {
-    const c = await t.client(clientOptions);
+    // Even writers retry (a retry must be applied once: the proxy keeps lsid/txnNumber);
+    // odd writers do not, so failed writes really leave unknown outcomes behind.
+    const c = await t.client({ ...clientOptions, retryWrites: w % 2 === 0 });
     const coll = c.db('shop').collection('orders');
     const wr = makeRng(SEED + 1 + w);
     const book = new Book();
