@@ -388,7 +388,7 @@ function statusView(raw) {
   return view;
 }
 
-const TIERS = ['fast', 'archive', 'fast-then-archive'];
+const TIERS = ['fast', 'archive', 'fast-then-archive', 'refused'];
 
 /** {tier, reason, raw} of a haloclineExplain reply; tier must be one of TIERS. */
 function explainView(raw) {
