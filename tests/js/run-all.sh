@@ -2,7 +2,8 @@
 # Runs every real-client integration suite against `halocline store`:
 #   1. the unified-format conformance runner (its exit status = baseline regressions only)
 #   2. node:test files: store/ (Node driver + raw wire), clients/ (mongosh, pymongo,
-#      libmongoc), conformance/ (matcher unit tests)
+#      libmongoc), tiering/ (the proxy in front of a fast and an archive store: differential,
+#      crash faults, routing, cold start, real clients), conformance/ (matcher unit tests)
 # Prints node's test summary, then one closing line per part. Exits non-zero if either
 # part failed.
 #
@@ -33,7 +34,7 @@ echo "== node:test integration suites =="
 node --test --test-timeout=900000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$tap" \
-  store/*.test.js clients/*.test.js conformance/*.test.js
+  store/*.test.js clients/*.test.js tiering/*.test.js conformance/*.test.js
 node_status=$?
 
 count() { grep -E "^# $1 [0-9]+" "$tap" | tail -1 | awk '{print $3}'; }

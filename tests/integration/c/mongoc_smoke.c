@@ -1,10 +1,11 @@
 /* libmongoc smoke test against a running server.
  *
- * Usage: mongoc_smoke <uri> [--expect-compressor NAME]
+ * Usage: mongoc_smoke <uri> [--expect-compressor NAME] [--coll NAME]
  *
  * Does CRUD, index creation, a cursor over many batches, an aggregate, and error cases.
  * Exits 0 when everything matched, 1 with a message on stderr at the first mismatch.
  * With --expect-compressor, also checks that the server's handshake reply agreed to NAME.
+ * With --coll, works on mongoc_smoke.NAME instead of mongoc_smoke.c_<compressor|plain>.
  */
 #include <mongoc/mongoc.h>
 #include <stdarg.h>
@@ -328,12 +329,14 @@ static void errors(mongoc_collection_t *coll) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s <uri> [--expect-compressor NAME]\n", argv[0]);
+    fprintf(stderr, "usage: %s <uri> [--expect-compressor NAME] [--coll NAME]\n", argv[0]);
     return 2;
   }
   const char *expect_compressor = NULL;
+  const char *coll_name = NULL;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--expect-compressor") == 0 && i + 1 < argc) expect_compressor = argv[++i];
+    else if (strcmp(argv[i], "--coll") == 0 && i + 1 < argc) coll_name = argv[++i];
   }
   mongoc_init();
   bson_error_t err;
@@ -348,7 +351,10 @@ int main(int argc, char **argv) {
 
   mongoc_database_t *db = mongoc_client_get_database(g_client, DB_NAME);
   char collname[64];
-  snprintf(collname, sizeof collname, "c_%s", expect_compressor ? expect_compressor : "plain");
+  if (coll_name)
+    snprintf(collname, sizeof collname, "%s", coll_name);
+  else
+    snprintf(collname, sizeof collname, "c_%s", expect_compressor ? expect_compressor : "plain");
   mongoc_collection_t *coll = mongoc_database_get_collection(db, collname);
   mongoc_collection_drop_with_opts(coll, NULL, NULL); /* fresh start; missing is fine */
 

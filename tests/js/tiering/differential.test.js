@@ -1,0 +1,244 @@
+'use strict';
+// Differential test of the tiering proxy against one plain store.
+//
+// The same seeded random sequence of writes (inserts, updates by _id and by filter,
+// replaceOne, deletes, findOneAnd*) and reads (by _id, by date ranges below, across and
+// above the horizon, without date bounds, count, distinct, aggregate with a leading
+// $match) runs against the proxy (a tiered collection with a 3 s horizon, so the evictor
+// and the warmer are busy throughout) and against a plain `halocline store`. Every reply
+// must be identical; after the feeder has caught up the archive must hold exactly the
+// reference's documents, the fast tier only current copies of them, and no tombstone
+// may be left.
+//
+// Replay a failure with HALO_SEED=<seed printed in the message>.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { MongoClient } = require('mongodb');
+const { startStore } = require('../lib/server');
+const { startTiered, makeRng, chooseSeed, show } = require('../lib/tiered');
+const { WorkloadState, runOp, diffOutcome, diffDocs, describe, brief, byId } = require('../lib/workload');
+
+const HORIZON_MS = 3000;
+const SEED = chooseSeed();
+const SEQ_OPS = Number(process.env.HALO_DIFF_OPS || 400);
+const CONC_CLIENTS = 4;
+const CONC_OPS = Number(process.env.HALO_DIFF_CONC_OPS || 120);
+const ORDERS = 'shop.orders';
+const EVENTS = 'shop.events';
+const BULK = 'shop.bulk';
+
+let t;
+let ref;
+let refClient;
+let proxyClient;
+
+const replay = () => `seed ${SEED} (replay: HALO_SEED=${SEED} node --test tiering/differential.test.js)`;
+
+function collOf(client, ns) {
+  const [db, coll] = ns.split('.');
+  return client.db(db).collection(coll);
+}
+
+/** Same documents written straight into the archive and the reference before the proxy runs. */
+async function preload(archiveClient, ns, docs) {
+  for (const c of [archiveClient, refClient]) {
+    const coll = collOf(c, ns);
+    await coll.createIndex({ date: 1 });
+    if (docs.length) await coll.insertMany(docs);
+  }
+}
+
+before(async () => {
+  t = await startTiered({
+    collections: [ORDERS, EVENTS, BULK],
+    horizon: HORIZON_MS,
+    guard: '1s',
+    startProxy: false,
+    workers: { evictor: { interval: '100ms' }, warmer: { interval: '200ms', batchSize: 50 } },
+  });
+  ref = await startStore();
+  refClient = new MongoClient(ref.uri(), { serverSelectionTimeoutMS: 10_000 });
+  await refClient.connect();
+
+  // The archive starts with data (some of it inside the horizon, so the warmer has work);
+  // the reference starts with the same.
+  const archiveClient = await t.tierClient('archive');
+  const seq = new WorkloadState({ rng: makeRng(SEED ^ 0x5eed), keys: 300, horizonMs: HORIZON_MS });
+  const seen = new Set();
+  const orders = [];
+  for (let i = 0; i < 150; i++) {
+    const d = seq.doc();
+    if (!seen.has(d._id)) orders.push(d), seen.add(d._id);
+  }
+  await preload(archiveClient, ORDERS, orders);
+  const events = [];
+  for (let w = 0; w < CONC_CLIENTS; w++) {
+    const s = new WorkloadState({ rng: makeRng(SEED ^ (0x1000 + w)), w, keyBase: (w + 1) * 100_000, keys: 80, horizonMs: HORIZON_MS });
+    const ids = new Set();
+    for (let i = 0; i < 40; i++) {
+      const d = s.doc();
+      if (!ids.has(d._id)) events.push(d), ids.add(d._id);
+    }
+  }
+  await preload(archiveClient, EVENTS, events);
+
+  await t.startProxy();
+  await t.waitHealthy();
+  proxyClient = await t.client();
+});
+
+after(async () => {
+  if (refClient) await refClient.close().catch(() => {});
+  const errors = [];
+  for (const x of [t, ref]) {
+    try {
+      if (x) await x.cleanup();
+    } catch (e) {
+      errors.push(e);
+    }
+  }
+  if (errors.length) throw errors[0];
+});
+
+/** Runs one op on both sides and fails with the seed and recent history on any difference. */
+async function step(subject, reference, op, history, label) {
+  history.push(op);
+  if (history.length > 12) history.shift();
+  const got = await runOp(subject, op);
+  const want = await runOp(reference, op);
+  const d = diffOutcome(got, want);
+  if (d) {
+    assert.fail(
+      `${label}: reply differs from a plain store; ${replay()}\nop: ${brief(op)}\n${d}\n` +
+        `previous ops (oldest first):\n${history.slice(0, -1).map((o) => brief(o, 600)).join('\n')}`,
+    );
+  }
+  return got;
+}
+
+/**
+ * After the feeder has caught up: archive == reference, every fast-tier document is the
+ * reference's current version, reads through the proxy return the reference's contents,
+ * and no tombstone remains.
+ */
+async function compareFinal(ns) {
+  const status = await t.waitFeederCaughtUp();
+  const want = (await collOf(refClient, ns).find().toArray()).sort(byId);
+  const archive = (await t.tierDocs('archive', ns)).sort(byId);
+  const archiveDiff = diffDocs(archive, want);
+  assert.deepEqual(
+    archiveDiff,
+    [],
+    `${ns}: the archive differs from the reference after the feeder caught up (${replay()}):\n${describe(archiveDiff)}\n` +
+      `status: ${show(status.raw)}`,
+  );
+  const viaProxy = (await collOf(proxyClient, ns).find().toArray()).sort(byId);
+  const proxyDiff = diffDocs(viaProxy, want);
+  assert.deepEqual(proxyDiff, [], `${ns}: find({}) through the proxy differs from the reference (${replay()}):\n${describe(proxyDiff)}`);
+  const fast = await t.tierDocs('fast', ns);
+  const wantById = new Map(want.map((d) => [describe(d._id), d]));
+  const stale = fast
+    .filter((d) => describe(d) !== describe(wantById.get(describe(d._id)) ?? null))
+    .map((d) => ({ fast: d, reference: wantById.get(describe(d._id)) ?? 'absent' }));
+  assert.deepEqual(stale, [], `${ns}: the fast tier holds documents that are not the latest version (${replay()}):\n${describe(stale.slice(0, 10))}`);
+  const tomb = await t.tombstones(ns);
+  assert.deepEqual(tomb, [], `${ns}: tombstones left after the feeder caught up: ${describe(tomb.slice(0, 10))}`);
+  return { status, docs: want.length, fast: fast.length };
+}
+
+test('random operations through the proxy agree with a plain store, reply by reply', { timeout: 300_000 }, async () => {
+  const rng = makeRng(SEED);
+  const state = new WorkloadState({ rng, keys: 300, horizonMs: HORIZON_MS });
+  const subject = collOf(proxyClient, ORDERS);
+  const reference = collOf(refClient, ORDERS);
+  const history = [];
+  const counts = {};
+  // Run at least four horizons so documents age out while the sequence runs.
+  const started = Date.now();
+  const minMs = 4 * HORIZON_MS;
+  let i = 0;
+  for (; (i < SEQ_OPS || Date.now() - started < minMs) && i < 5 * SEQ_OPS; i++) {
+    const op = state.next();
+    const got = await step(subject, reference, op, history, `sequential op #${i}`);
+    const key = got.error ? `${op.name}!${got.code}` : op.name;
+    counts[key] = (counts[key] || 0) + 1;
+  }
+  const final = await compareFinal(ORDERS);
+  const coll = final.status.coll(ORDERS);
+  // The premise of the test: the workers really moved documents while it ran.
+  assert.ok(coll.evicted > 0, `the evictor evicted nothing during the run (${replay()}): ${show(final.status.raw)}`);
+  assert.ok(coll.warmed > 0, `the warmer warmed nothing during the run (${replay()}): ${show(final.status.raw)}`);
+  const routed = coll.routing;
+  assert.ok(routed.fast > 0 && routed.archive > 0, `reads went to only one tier (${replay()}): ${show(routed)}`);
+  process.stdout.write(
+    `# differential: ${replay()}; ${i} ops in ${Date.now() - started} ms; ${final.docs} documents (${final.fast} in the fast tier); ` +
+      `evicted ${coll.evicted}, warmed ${coll.warmed}, routed ${show(routed)}; ops ${show(counts)}\n`,
+  );
+});
+
+test('concurrent clients on disjoint key ranges each agree with a plain store', { timeout: 300_000 }, async () => {
+  const clients = [];
+  for (let w = 0; w < CONC_CLIENTS; w++) clients.push(await t.client({ maxPoolSize: 2 }));
+  const started = Date.now();
+  const perClient = await Promise.all(
+    clients.map(async (c, w) => {
+      const seed = SEED + 1 + w;
+      const state = new WorkloadState({
+        rng: makeRng(seed),
+        w,
+        keyBase: (w + 1) * 100_000,
+        keys: 80,
+        horizonMs: HORIZON_MS,
+        scoped: true,
+      });
+      const subject = collOf(c, EVENTS);
+      const reference = collOf(refClient, EVENTS);
+      const history = [];
+      let n = 0;
+      for (; n < CONC_OPS || Date.now() - started < 2 * HORIZON_MS; n++) {
+        if (n >= 5 * CONC_OPS) break;
+        await step(subject, reference, state.next(), history, `client ${w} (seed ${seed}) op #${n}`);
+      }
+      return n;
+    }),
+  );
+  const final = await compareFinal(EVENTS);
+  process.stdout.write(
+    `# differential (concurrent): ${replay()}; ops per client ${show(perClient)}; ${final.docs} documents, ${final.fast} in the fast tier\n`,
+  );
+});
+
+test('bulk writes larger than one batch agree with a plain store', { timeout: 300_000 }, async () => {
+  const rng = makeRng(SEED ^ 0xb01c);
+  const state = new WorkloadState({ rng, keys: 100_000, horizonMs: HORIZON_MS });
+  const subject = collOf(proxyClient, BULK);
+  const reference = collOf(refClient, BULK);
+  const history = [];
+  // 1,100 distinct ids (the proxy promotes in chunks of 1,000), dates on both sides of
+  // the horizon.
+  const ids = [...new Set(Array.from({ length: 1150 }, () => state.key()))].slice(0, 1100);
+  const docs = ids.map((id) => state.doc(id));
+  const ops = [
+    { name: 'insertMany', docs: docs.slice(0, 1050), ordered: true },
+    // Overlapping the first batch: duplicate-key errors at the same indexes, the rest inserted.
+    { name: 'insertMany', docs: docs.slice(1000), ordered: false },
+    { name: 'find', filter: {} },
+    { name: 'updateMany', filter: { cat: 0 }, update: { $inc: { v: 1000 } }, upsert: false },
+    { name: 'updateMany', filter: { date: { $gte: new Date(Date.now() - HORIZON_MS) } }, update: { $set: { recent: true } }, upsert: false },
+    { name: 'countDocuments', filter: { v: { $gte: 1000 } } },
+    { name: 'deleteMany', filter: { cat: 1 } },
+    { name: 'find', filter: { _id: { $in: ids.slice(0, 1050) } } },
+    { name: 'aggregate', pipeline: [{ $match: { date: { $gte: new Date(0) } } }, { $group: { _id: '$cat', n: { $sum: 1 }, v: { $sum: '$v' } } }] },
+    { name: 'deleteMany', filter: {} },
+    { name: 'countDocuments', filter: {} },
+  ];
+  const timings = [];
+  for (const [i, op] of ops.entries()) {
+    const t0 = Date.now();
+    await step(subject, reference, op, history, `bulk op #${i} (${op.name})`);
+    timings.push(`${op.name} ${Date.now() - t0} ms`);
+  }
+  await compareFinal(BULK);
+  process.stdout.write(`# differential (bulk): ${replay()}; ${timings.join(', ')}\n`);
+});
