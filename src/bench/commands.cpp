@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "bench/html_report.h"
 #include "bench/ramp.h"
 #include "bench/runner.h"
 #include "bench/workload.h"
@@ -14,12 +15,15 @@ namespace halo::bench {
 
 struct BenchCommand::Flags {
     CLI::App* bench = nullptr;
-    CLI::App *load = nullptr, *run = nullptr, *ramp = nullptr;
+    CLI::App *load = nullptr, *run = nullptr, *ramp = nullptr, *report = nullptr;
     std::string workload = "shop";
     std::vector<std::string> props;
     std::string jsonOut;
     RunOptions ro;
     RampOptions rampOpts;
+    std::string htmlOut;
+    std::string title = "Halocline benchmark report";
+    std::vector<std::string> inputs;
 };
 
 BenchCommand::BenchCommand() : f_(std::make_unique<Flags>()) {}
@@ -82,6 +86,14 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
     f.ramp->add_option("--label", f.ro.label, "Name of the system measured (in reports)");
     f.ramp->add_option("--json", f.jsonOut, "Write the ramp (every step) as JSON to this file");
 
+    f.report = f.bench->add_subcommand(
+        "report", "Write a self-contained HTML report plotting `bench run --json` files");
+    f.report->add_option("--out", f.htmlOut, "HTML file to write")->required();
+    f.report->add_option("--title", f.title)->capture_default_str();
+    f.report->add_option("runs", f.inputs, "`bench run --json` files, one per system/run")
+        ->required()
+        ->check(CLI::ExistingFile);
+
     return cmd;
 }
 
@@ -102,6 +114,25 @@ bool writeFile(const std::string& path, const std::string& text) {
 
 int BenchCommand::run() {
     Flags& f = *f_;
+    if (f.report->parsed()) {
+        ReportPage page;
+        page.title = f.title;
+        ReportSection sec;
+        sec.title = "Runs compared";
+        for (const auto& in : f.inputs) {
+            auto r = readRunFile(in);
+            if (!r.isOK()) {
+                std::fprintf(stderr, "%s\n", r.getStatus().reason().c_str());
+                return 2;
+            }
+            sec.runs.push_back(std::move(r.getValue()));
+        }
+        page.sections.push_back(std::move(sec));
+        if (!writeFile(f.htmlOut, renderHtml(page))) return 1;
+        std::printf("wrote %s (%zu runs)\n", f.htmlOut.c_str(), f.inputs.size());
+        return 0;
+    }
+
     auto spec = WorkloadSpec::preset(f.workload);
     if (!spec.isOK()) {
         std::fprintf(stderr, "%s\n", spec.getStatus().reason().c_str());
