@@ -8,6 +8,7 @@
 
 #include "bench/html_report.h"
 #include "bench/ramp.h"
+#include "bench/reproduce.h"
 #include "bench/runner.h"
 #include "bench/workload.h"
 
@@ -15,7 +16,8 @@ namespace halo::bench {
 
 struct BenchCommand::Flags {
     CLI::App* bench = nullptr;
-    CLI::App *load = nullptr, *run = nullptr, *ramp = nullptr, *report = nullptr;
+    CLI::App *load = nullptr, *run = nullptr, *ramp = nullptr, *report = nullptr,
+             *reproduce = nullptr;
     std::string workload = "shop";
     std::vector<std::string> props;
     std::string jsonOut;
@@ -24,6 +26,8 @@ struct BenchCommand::Flags {
     std::string htmlOut;
     std::string title = "Halocline benchmark report";
     std::vector<std::string> inputs;
+    ReproduceOptions rep;
+    CLI::App* root = nullptr;
 };
 
 BenchCommand::BenchCommand() : f_(std::make_unique<Flags>()) {}
@@ -32,6 +36,7 @@ BenchCommand::~BenchCommand() = default;
 std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
     std::unique_ptr<BenchCommand> cmd(new BenchCommand());
     Flags& f = *cmd->f_;
+    f.root = &app;
     f.bench = app.add_subcommand("bench", "YCSB-style workload generator (a real MongoDB client)");
     f.bench->require_subcommand(1);
     auto addCommon = [&f](CLI::App* sub) {
@@ -94,6 +99,44 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
         ->required()
         ->check(CLI::ExistingFile);
 
+    ReproduceOptions& r = f.rep;
+    f.reproduce = f.bench->add_subcommand(
+        "reproduce",
+        "The published experiment on this machine: archive alone vs tiered, "
+        "A B A B (see docs/BENCHMARKS.md)");
+    f.reproduce->add_flag("--quick", r.quick, "Small data and short runs (a smoke test, < 5 min)");
+    f.reproduce->add_option("--data-dir", r.dataDir, "Loaded datasets (kept and reused)")
+        ->capture_default_str();
+    f.reproduce->add_option("--out", r.outDir,
+                            "Results directory (default <data-dir>/results/<time>)");
+    f.reproduce->add_option("--scenarios", r.scenarios, "Comma list: mixes,fixed,cold,overhead")
+        ->capture_default_str();
+    f.reproduce->add_flag("--skip-tiered", r.skipTiered,
+                          "Run only the archive-alone and direct sides (no proxy needed)");
+    f.reproduce->add_option("--workload", r.workload, "Mix for fixed load, cold start, overhead")
+        ->capture_default_str();
+    f.reproduce->add_option("--threads", r.threads)->capture_default_str();
+    f.reproduce->add_option("--rounds", r.rounds, "A B pairs per scenario")->capture_default_str();
+    f.reproduce->add_option("--read-iops", r.readIops, "The archive disk's read-IOPS cap")
+        ->capture_default_str();
+    f.reproduce->add_option("--horizon", r.horizon, "Tiering age of ycsb.usertable")
+        ->capture_default_str();
+    f.reproduce->add_option("--recordcount", r.recordCount,
+                            "Archive documents (default 10,000,000; quick 200,000)");
+    f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,
+                            "Archive WiredTiger cache (default 0.25; quick 0.01)");
+    f.reproduce->add_option("--archive-memory-mb", r.archiveMemoryMB,
+                            "Archive memory-cgroup limit (default cache + 512)");
+    f.reproduce->add_option("--seconds", r.seconds, "Measured seconds per run (40; quick 4)");
+    f.reproduce->add_option("--warmup", r.warmupSeconds, "Warm-up seconds per run (10; quick 1)");
+    f.reproduce->add_option("--cold-seconds", r.coldSeconds, "Cold-start run length (90; quick 8)");
+    f.reproduce->add_option("--memory-recordcount", r.memoryRecordCount,
+                            "Proxy-overhead dataset (500,000; quick 20,000)");
+    f.reproduce->add_option("--warm-timeout", r.warmTimeoutSeconds,
+                            "Longest wait for the warmer before the steady-state runs (240; "
+                            "quick 20)");
+    f.reproduce->add_option("--fieldcount", r.fieldCount)->capture_default_str();
+    f.reproduce->add_option("--fieldlength", r.fieldLength)->capture_default_str();
     return cmd;
 }
 
@@ -114,6 +157,12 @@ bool writeFile(const std::string& path, const std::string& text) {
 
 int BenchCommand::run() {
     Flags& f = *f_;
+    if (f.reproduce->parsed()) {
+        f.rep.haveProxy =
+            !f.root->get_subcommands([](const CLI::App* a) { return a->get_name() == "proxy"; })
+                 .empty();
+        return reproduce(f.rep);
+    }
     if (f.report->parsed()) {
         ReportPage page;
         page.title = f.title;

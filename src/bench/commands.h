@@ -1,5 +1,5 @@
 #pragma once
-// The `halocline bench` subcommands: load, run, ramp, report. main()
+// The `halocline bench` subcommands: load, run, ramp, report, reproduce. main()
 // registers them, parses, and hands over when `bench` was chosen:
 //
 //     auto bench = halo::bench::BenchCommand::add(app);

@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     store->add_option("--threads", so.threads, "Network threads (0: one per core)")
         ->capture_default_str();
 
-    // halocline bench load|run|ramp|report (src/bench/).
+    // halocline bench load|run|ramp|report|reproduce (src/bench/).
     auto bench = halo::bench::BenchCommand::add(app);
 
     CLI11_PARSE(app, argc, argv);
