@@ -78,13 +78,19 @@ StatusWith<pid_t> spawnSelf(const std::vector<std::string>& args, int outFd,
 }  // namespace
 
 std::optional<int> parseListeningPort(std::string_view line) {
-    auto m = line.find("\"msg\":\"Waiting for connections\"");
+    // {"msg":"Waiting for connections", ..., "attr":{"port":N, ...}}, any JSON spacing.
+    auto skip = [&](size_t i) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == ':' || line[i] == '\t')) ++i;
+        return i;
+    };
+    auto m = line.find("\"msg\"");
     if (m == std::string_view::npos) return std::nullopt;
-    auto a = line.find("\"attr\":", m);
+    if (line.substr(skip(m + 5)).rfind("\"Waiting for connections\"", 0) != 0) return std::nullopt;
+    auto a = line.find("\"attr\"", m);
     if (a == std::string_view::npos) return std::nullopt;
-    auto p = line.find("\"port\":", a);
+    auto p = line.find("\"port\"", a);
     if (p == std::string_view::npos) return std::nullopt;
-    p += 7;
+    p = skip(p + 6);
     int port = 0;
     auto [ptr, ec] = std::from_chars(line.data() + p, line.data() + line.size(), port);
     if (ec != std::errc() || port <= 0 || port > 65535) return std::nullopt;

@@ -80,6 +80,11 @@ TEST(ReproduceTest, ListeningPortComesOnlyFromTheWaitingLine) {
     EXPECT_FALSE(
         parseListeningPort(R"({"msg":"Waiting for connections","attr":{"port":0}})").has_value());
     EXPECT_FALSE(parseListeningPort("Waiting for connections").has_value());
+    EXPECT_EQ(parseListeningPort(
+                  R"({"msg": "Waiting for connections", "attr": {"ssl": "off", "port": 4242}})"),
+              4242);
+    EXPECT_FALSE(
+        parseListeningPort(R"({"msg":"Waiting for connectionsX","attr":{"port":1}})").has_value());
 }
 
 TEST(ReproduceTest, CgroupParsers) {
