@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +18,23 @@ namespace halo::bench {
 namespace {
 
 constexpr size_t kTailLines = 60;
-constexpr const char* kSelf = "/proc/self/exe";
+
+/// This executable's path when it still names the very file we run (so the children show
+/// as `halocline` in top), else /proc/self/exe (always this file, even if replaced since).
+/// Checked at every spawn: a rebuild during a long run must not change the children.
+std::string selfPath() {
+    std::string fallback = "/proc/self/exe";
+    char buf[4096];
+    ssize_t n = ::readlink(fallback.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) return fallback;
+    std::string real(buf, static_cast<size_t>(n));
+    struct stat a {};
+    struct stat b {};
+    if (::stat(real.c_str(), &a) != 0 || ::stat(fallback.c_str(), &b) != 0 ||
+        a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return fallback;
+    return real;
+}
 
 std::string describeExit(int status) {
     if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
@@ -50,6 +67,7 @@ StatusWith<pid_t> spawnSelf(const std::vector<std::string>& args, int outFd,
     for (auto& a : argvStore) argv.push_back(a.data());
     argv.push_back(nullptr);
     const pid_t parent = ::getpid();
+    const std::string self = selfPath();
 
     pid_t pid = ::fork();
     if (pid < 0) {
@@ -68,7 +86,7 @@ StatusWith<pid_t> spawnSelf(const std::vector<std::string>& args, int outFd,
         ::dup2(outFd, 2);
         // Restore the default action for signals the parent may ignore (SIGPIPE).
         ::signal(SIGPIPE, SIG_DFL);
-        ::execv(kSelf, argv.data());
+        ::execv(self.c_str(), argv.data());
         ::_exit(127);
     }
     closeAll();

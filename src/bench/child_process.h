@@ -1,5 +1,5 @@
 #pragma once
-// A `halocline` child process (this very executable, /proc/self/exe) started by
+// A `halocline` child process (this very executable) started by
 // `bench reproduce`: a store or the proxy. Its stdout and stderr go through a pipe
 // to a reader thread that copies every line to a log file, keeps the last lines
 // for error messages, and spots the mongod-style "Waiting for connections" line
