@@ -480,8 +480,8 @@ asio::awaitable<void> unpin(Tiers& t, const Pinned& pins) {
     (void)co_await pinIds(t, pins.ns, pins.ids, -1);
 }
 
-asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p,
-                                                 Millis guard, const std::vector<Id>& ids) {
+asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
+                                                 const std::vector<Id>& ids) {
     if (ids.empty()) co_return Pinned{p.ns, {}};
     int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
     std::vector<Id> toPin, absent;
@@ -561,10 +561,33 @@ asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string
     co_return co_await promoteIds(t, ns, ids);
 }
 
+asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
+                                                                   const bson_t* retryKey) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", Metadata::kRetries);
+    bson_t f;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
+    BSON_APPEND_DOCUMENT(&f, "_id", retryKey);
+    bson_append_document_end(c.mut(), &f);
+    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+    auto r = co_await t.fast.collect(c.get());
+    if (!r.isOK()) co_return r.getStatus();
+    std::optional<DeleteResult> out;
+    if (r.getValue().empty()) co_return out;
+    DeleteResult d;
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, r.getValue()[0].get(), "n")) d.n = bson_iter_as_int64(&it);
+    bson_t v;
+    if (bson::subDocument(r.getValue()[0].get(), "value", &v)) d.deleted = bson::Doc::copyOf(&v);
+    out = std::move(d);
+    co_return out;
+}
+
 asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
                                                                const bson_t* filter, int limit,
                                                                const bson_t* sort,
-                                                               const bson_t* collation) {
+                                                               const bson_t* collation,
+                                                               const bson_t* retryKey) {
     auto [db, coll] = splitNs(ns);
     Status last = Status::OK();
     for (int attempt = 0; attempt < 20; ++attempt) {
@@ -654,6 +677,25 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                 auto ur = co_await txn.run(up.get());
                 if (!ur.isOK()) {
                     st = ur.getStatus();
+                    break;
+                }
+            }
+            if (retryKey) {
+                bson::Doc rec;
+                BSON_APPEND_UTF8(rec.mut(), "insert", Metadata::kRetries);
+                bson_t arr, d;
+                BSON_APPEND_ARRAY_BEGIN(rec.mut(), "documents", &arr);
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &d);
+                BSON_APPEND_DOCUMENT(&d, "_id", retryKey);
+                BSON_APPEND_INT64(&d, "n", out.n);
+                if (out.deleted) BSON_APPEND_DOCUMENT(&d, "value", out.deleted->get());
+                BSON_APPEND_DATE_TIME(&d, "at", wallMillis());
+                bson_append_document_end(&arr, &d);
+                bson_append_array_end(rec.mut(), &arr);
+                BSON_APPEND_UTF8(rec.mut(), "$db", t.meta.db.c_str());
+                auto rr = co_await txn.run(rec.get());
+                if (!rr.isOK()) {
+                    st = rr.getStatus();
                     break;
                 }
             }

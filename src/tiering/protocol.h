@@ -28,6 +28,7 @@ struct Metadata {
     static constexpr const char* kTombstones = "tombstones";
     static constexpr const char* kState = "state";
     static constexpr const char* kPins = "pins";
+    static constexpr const char* kRetries = "retries";
     std::string tombstonesNs() const { return db + "." + kTombstones; }
     /// {ns: "<db.coll>", id: <id>}: the _id of X's tombstone.
     static void appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,
@@ -77,8 +78,8 @@ struct Pinned {
     std::string ns;
     std::vector<Id> ids;
 };
-asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p,
-                                                 Millis guard, const std::vector<Id>& ids);
+asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
+                                                 const std::vector<Id>& ids);
 /// The same for every document `filter` can match, in either tier.
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
                                                          Millis guard, const bson_t* filter);
@@ -94,9 +95,15 @@ struct DeleteResult {
     std::optional<bson::Doc> deleted;
     bson::Doc operationTime;  // {t: Timestamp} of the commit, empty if unknown
 };
+/// With `retryKey` (a retryable write's {lsid, txnNumber, stmt}), the result is
+/// recorded in halocline.retries in the same transaction; findRetry() returns it
+/// to a retry of the same statement, so a retried delete answers as the first.
 asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
                                                                const bson_t* filter, int limit,
                                                                const bson_t* sort,
-                                                               const bson_t* collation);
+                                                               const bson_t* collation,
+                                                               const bson_t* retryKey = nullptr);
+asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
+                                                                   const bson_t* retryKey);
 
 }  // namespace halo::tiering

@@ -150,6 +150,21 @@ std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const b
     return out;
 }
 
+/// {lsid, txnNumber, stmt} of a retryable write's statement; empty when the
+/// command is not a retryable write.
+bson::Doc retryKeyOf(const bson_t* cmd, int stmt) {
+    bson::Doc key;
+    bson_t lsid;
+    bson_iter_t it;
+    if (!bson::subDocument(cmd, "lsid", &lsid) || !bson_iter_init_find(&it, cmd, "txnNumber") ||
+        !BSON_ITER_HOLDS_NUMBER(&it))
+        return key;
+    BSON_APPEND_DOCUMENT(key.mut(), "lsid", &lsid);
+    BSON_APPEND_INT64(key.mut(), "txnNumber", bson_iter_as_int64(&it));
+    BSON_APPEND_INT32(key.mut(), "stmt", stmt);
+    return key;
+}
+
 std::optional<std::vector<Id>> idsNamedBy(const bson_t* filter) {
     if (auto id = exactId(filter)) {
         std::vector<Id> v;
@@ -879,13 +894,29 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
         bool hasCollation = bson::subDocument(stmt.get(), "collation", &collation);
         int64_t limit = 0;
         if (bson_iter_init_find(&it, stmt.get(), "limit")) limit = bson_iter_as_int64(&it);
-        std::vector<Pinned> pins;
-        Status s = co_await prepare(p, &q, &pins);
-        StatusWith<DeleteResult> r = s;
-        if (s.isOK())
-            r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
-                                              hasCollation ? &collation : nullptr);
-        co_await release(pins);
+        // A retry of a retryable delete answers what the first attempt did.
+        bson::Doc retryKey = retryKeyOf(cmd, static_cast<int>(i));
+        StatusWith<DeleteResult> r = DeleteResult{};
+        std::optional<DeleteResult> earlier;
+        if (!retryKey.empty()) {
+            auto f = co_await findRetry(p_.tiers(), retryKey.get());
+            if (!f.isOK())
+                r = f.getStatus();
+            else
+                earlier = std::move(f.getValue());
+        }
+        if (earlier) {
+            r = std::move(*earlier);
+        } else if (r.isOK()) {
+            std::vector<Pinned> pins;
+            Status s = co_await prepare(p, &q, &pins);
+            r = s;
+            if (s.isOK())
+                r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
+                                                  hasCollation ? &collation : nullptr,
+                                                  retryKey.empty() ? nullptr : retryKey.get());
+            co_await release(pins);
+        }
         if (!r.isOK()) {
             bson_t e;
             std::string key = std::to_string(nErrors++);
@@ -929,8 +960,20 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
         co_return errorDoc(Status(ErrorCode::InvalidOptions,
                                   "halocline: findAndModify with remove and a projection is not "
                                   "supported on a tiered collection"));
-    auto r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, 1, hasSort ? &sort : nullptr,
-                                           hasCollation ? &collation : nullptr);
+    bson::Doc retryKey = retryKeyOf(cmd, 0);
+    StatusWith<DeleteResult> r = DeleteResult{};
+    std::optional<DeleteResult> earlier;
+    if (!retryKey.empty()) {
+        auto f = co_await findRetry(p_.tiers(), retryKey.get());
+        if (!f.isOK()) co_return errorDoc(f.getStatus());
+        earlier = std::move(f.getValue());
+    }
+    if (earlier)
+        r = std::move(*earlier);
+    else
+        r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, 1, hasSort ? &sort : nullptr,
+                                          hasCollation ? &collation : nullptr,
+                                          retryKey.empty() ? nullptr : retryKey.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
     OpTime t = 0;
     bson_iter_t it;
@@ -1172,7 +1215,20 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                 auto f = co_await fast_.runOk(ping.get());
                 if (a.isOK() && f.isOK()) {
                     last = co_await ensureSetup(cfg_, tiers_);
-                    if (last.isOK()) break;
+                    if (last.isOK()) {
+                        // Writes acknowledged before this proxy started (by an
+                        // earlier run of it) are at or before the fast tier's
+                        // time now: archive reads wait for the feeder to pass it.
+                        auto now = co_await fast_.runOk(ping.get());
+                        bson_iter_t it;
+                        if (now.isOK() &&
+                            bson_iter_init_find(&it, now.getValue().get(), "operationTime")) {
+                            OpTime t = toOpTime(it);
+                            state_.noteFastTime(t);
+                            for (const auto& c : cfg_.collections) router_.noteWrite(c.ns, t);
+                        }
+                        break;
+                    }
                 } else {
                     last = a.isOK() ? f.getStatus() : a.getStatus();
                 }

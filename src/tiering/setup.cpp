@@ -165,7 +165,8 @@ asio::awaitable<Status> setupCollection(const CollectionPolicy& p, Tiers& t) {
 }  // namespace
 
 asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& t) {
-    for (const char* coll : {Metadata::kTombstones, Metadata::kState, Metadata::kPins}) {
+    for (const char* coll :
+         {Metadata::kTombstones, Metadata::kState, Metadata::kPins, Metadata::kRetries}) {
         Status st = co_await createCollection(t.fast, t.meta.db, coll, nullptr);
         if (!st.isOK()) co_return st;
     }
