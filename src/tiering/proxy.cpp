@@ -1219,9 +1219,24 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                         // Writes acknowledged before this proxy started (by an
                         // earlier run of it) are at or before the fast tier's
                         // time now: archive reads wait for the feeder to pass it.
+                        // (A fast tier holding no tiered document and no
+                        // tombstone has nothing for the feeder to carry.)
+                        bool holdsWrites = false;
+                        std::vector<std::string> nss;
+                        for (const auto& c : cfg_.collections) nss.push_back(c.ns);
+                        nss.push_back(tiers_.meta.tombstonesNs());
+                        for (const auto& ns : nss) {
+                            auto [db, coll] = splitNs(ns);
+                            bson::Doc one;
+                            BSON_APPEND_UTF8(one.mut(), "find", coll.c_str());
+                            BSON_APPEND_INT32(one.mut(), "limit", 1);
+                            BSON_APPEND_UTF8(one.mut(), "$db", db.c_str());
+                            auto r = co_await fast_.collect(one.get());
+                            holdsWrites |= !r.isOK() || !r.getValue().empty();
+                        }
                         auto now = co_await fast_.runOk(ping.get());
                         bson_iter_t it;
-                        if (now.isOK() &&
+                        if (holdsWrites && now.isOK() &&
                             bson_iter_init_find(&it, now.getValue().get(), "operationTime")) {
                             OpTime t = toOpTime(it);
                             state_.noteFastTime(t);
