@@ -348,6 +348,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         ids = std::move(rest);
         co_await backoff(attempt);
     }
+    if (last.code() != ErrorCode::WriteConflict) co_return last;
     co_return Status(ErrorCode::WriteConflict,
                      "halocline: could not copy documents up from the archive after 20 attempts: " +
                          last.reason());
@@ -718,6 +719,8 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
         last = st;
         co_await backoff(attempt);
     }
+    // A tier that stayed unreachable is a network error, not a conflict.
+    if (last.code() != ErrorCode::WriteConflict) co_return last;
     co_return Status(ErrorCode::WriteConflict,
                      "halocline: delete kept conflicting with concurrent writes: " + last.reason());
 }
