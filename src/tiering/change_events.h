@@ -34,7 +34,6 @@ inline uint32_t opTimeIncrement(OpTime t) {
 }
 
 /// A string key of an Id, usable in maps (its BSON bytes).
-std::string idKey(const Id& id);
 
 /// What one batch of change events touched (CONSISTENCY.md, The feeder).
 struct TouchedIds {

@@ -33,6 +33,44 @@ std::pair<std::string, std::string> splitNs(const std::string& ns) {
     return {ns.substr(0, dot), dot == std::string::npos ? "" : ns.substr(dot + 1)};
 }
 
+void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
+    bson_t f, in, arr;
+    bson_append_document_begin(out, key, -1, &f);
+    bson_append_document_begin(&f, "_id", 3, &in);
+    bson_append_array_begin(&in, "$in", 3, &arr);
+    char buf[16];
+    auto k = [&buf](size_t i) {
+        const char* key;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &key, buf, sizeof buf);
+        return key;
+    };
+    for (size_t i = 0; i < ids.size(); ++i) {
+        bson_iter_t it;
+        if (const bson_value_t* v = idValue(ids[i], &it)) bson_append_value(&arr, k(i), -1, v);
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&f, &in);
+    bson_append_document_end(out, &f);
+}
+
+void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
+                       const std::vector<Id>& ids) {
+    bson_t f, in, arr;
+    bson_append_document_begin(out, key, -1, &f);
+    bson_append_document_begin(&f, "_id", 3, &in);
+    bson_append_array_begin(&in, "$in", 3, &arr);
+    char buf[16];
+    auto k = [&buf](size_t i) {
+        const char* key;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &key, buf, sizeof buf);
+        return key;
+    };
+    for (size_t i = 0; i < ids.size(); ++i) meta.appendTombstoneKey(&arr, k(i), ns, ids[i]);
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&f, &in);
+    bson_append_document_end(out, &f);
+}
+
 void Metadata::appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,
                                   const Id& id) {
     bson_t k;
@@ -59,46 +97,6 @@ asio::awaitable<void> backoff(int attempt) {
     timer.expires_after(std::chrono::milliseconds(1 + 2 * attempt));
     asio::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-}
-
-std::string idKey(const Id& id) {
-    return std::string(reinterpret_cast<const char*>(id.data()), id.size());
-}
-
-/// {_id: {$in: [ids...]}}
-void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
-    bson_t f, in;
-    bson_append_document_begin(out, key, -1, &f);
-    bson_append_document_begin(&f, "_id", 3, &in);
-    bson_t arr;
-    bson_append_array_begin(&in, "$in", 3, &arr);
-    char buf[16];
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const char* k;
-        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
-        bson_iter_t it;
-        if (const bson_value_t* v = idValue(ids[i], &it)) bson_append_value(&arr, k, -1, v);
-    }
-    bson_append_array_end(&in, &arr);
-    bson_append_document_end(&f, &in);
-    bson_append_document_end(out, &f);
-}
-
-void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
-                       const std::vector<Id>& ids) {
-    bson_t f, in, arr;
-    bson_append_document_begin(out, key, -1, &f);
-    bson_append_document_begin(&f, "_id", 3, &in);
-    bson_append_array_begin(&in, "$in", 3, &arr);
-    char buf[16];
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const char* k;
-        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
-        meta.appendTombstoneKey(&arr, k, ns, ids[i]);
-    }
-    bson_append_array_end(&in, &arr);
-    bson_append_document_end(&f, &in);
-    bson_append_document_end(out, &f);
 }
 
 bson::Doc findIdsCommand(const std::string& db, const std::string& coll, const bson_t* filterDoc) {

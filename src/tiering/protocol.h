@@ -21,6 +21,13 @@ const bson_value_t* idValue(const Id& id, bson_iter_t* scratch);
 bool idOf(const bson_t* doc, Id* out);
 
 std::pair<std::string, std::string> splitNs(const std::string& ns);
+/// The id's bytes, as a map key.
+std::string idKey(const Id& id);
+/// {key: {_id: {$in: [ids...]}}}
+void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids);
+/// {key: {_id: {$in: [tombstone keys of ids in ns]}}} (also the pins' keys)
+void appendTombstoneIn(bson_t* out, const char* key, const struct Metadata& meta,
+                       const std::string& ns, const std::vector<Id>& ids);
 
 /// Names of the metadata collections in the fast tier.
 struct Metadata {

@@ -53,34 +53,6 @@ void FailureLog::succeeded() {
     backoff_ = std::chrono::milliseconds(250);
 }
 
-void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
-    bson_t f, in, arr;
-    bson_append_document_begin(out, key, -1, &f);
-    bson_append_document_begin(&f, "_id", 3, &in);
-    bson_append_array_begin(&in, "$in", 3, &arr);
-    ArrayKey k;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        bson_iter_t it;
-        if (const bson_value_t* v = idValue(ids[i], &it)) bson_append_value(&arr, k(i), -1, v);
-    }
-    bson_append_array_end(&in, &arr);
-    bson_append_document_end(&f, &in);
-    bson_append_document_end(out, &f);
-}
-
-void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
-                       const std::vector<Id>& ids) {
-    bson_t f, in, arr;
-    bson_append_document_begin(out, key, -1, &f);
-    bson_append_document_begin(&f, "_id", 3, &in);
-    bson_append_array_begin(&in, "$in", 3, &arr);
-    ArrayKey k;
-    for (size_t i = 0; i < ids.size(); ++i) meta.appendTombstoneKey(&arr, k(i), ns, ids[i]);
-    bson_append_array_end(&in, &arr);
-    bson_append_document_end(&f, &in);
-    bson_append_document_end(out, &f);
-}
-
 bool tombstoneTarget(const bson_t* tombstone, std::string* ns, Id* id) {
     bson_t key;
     if (!bson::subDocument(tombstone, "_id", &key)) return false;

@@ -132,10 +132,7 @@ class ArrayKey {
 };
 
 /// {key: {_id: {$in: [ids]}}}
-void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids);
 /// {key: {_id: {$in: [{ns, id}...]}}}: the tombstones of `ids`.
-void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
-                       const std::vector<Id>& ids);
 /// The tombstone _id {ns, id} of a tombstone document, as (ns, Id).
 bool tombstoneTarget(const bson_t* tombstone, std::string* ns, Id* id);
 
