@@ -120,7 +120,7 @@ test('cold start: answers stay correct while warming, the hit ratio rises, the f
   };
   try {
     // First window: the first queries against an empty fast tier.
-    await waitUntil('the first 40 queries', () => queries >= 40 || violations.length > 0, { timeoutMs: 60_000 });
+    await waitUntil('the first 40 queries', () => queries >= 40 || violations.length > 0, { timeoutMs: 60_000, abortIf: () => t.crashError() });
     const first = await sample('first');
     // Keep querying until the warmer has finished its pass, sampling along the way.
     await waitUntil(
@@ -129,12 +129,12 @@ test('cold start: answers stay correct while warming, the hit ratio rises, the f
         const s = await sample('warming');
         return s.coll(NS).warmDone || violations.length > 20;
       },
-      { timeoutMs: 120_000, intervalMs: 250, detail: () => `samples ${show(samples.slice(-5))}` },
+      { timeoutMs: 120_000, intervalMs: 250, abortIf: () => t.crashError(), detail: () => `samples ${show(samples.slice(-5))}` },
     );
     const doneAt = await sample('done');
     // Last window: queries after the pass finished.
     const target = queries + 60;
-    await waitUntil('60 queries after warming', () => queries >= target || violations.length > 20, { timeoutMs: 60_000 });
+    await waitUntil('60 queries after warming', () => queries >= target || violations.length > 20, { timeoutMs: 60_000, abortIf: () => t.crashError() });
     const last = await sample('last');
 
     stop = true;

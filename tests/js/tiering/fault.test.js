@@ -210,7 +210,7 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
       // Let the load run for a random number of acknowledged writes, then crash.
       const target = stats.acked + rng.int(20, 80);
       await waitUntil(`${target} acknowledged writes before killing the ${victim} (${replay()})`, () => stats.acked >= target, {
-        abortIf: () => writerCrash,
+        abortIf: () => writerCrash || t.crashError(),
         timeoutMs: 90_000,
         detail: () => `stats ${show(stats)}; schedule so far ${show(schedule)}`,
       });
@@ -228,7 +228,7 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
       // Recovery: the load makes progress again.
       const resumed = stats.acked + 3 * WRITERS;
       await waitUntil(`writes to be acknowledged again after restarting the ${victim} (${replay()})`, () => stats.acked >= resumed, {
-        abortIf: () => writerCrash,
+        abortIf: () => writerCrash || t.crashError(),
         timeoutMs: 90_000,
         detail: () => `stats ${show(stats)}; schedule ${show(schedule)}\n${t.proxy.proc.tail(30)}`,
       });
