@@ -9,6 +9,7 @@ PKGS=(
   libpcre2-dev libssl-dev libsnappy-dev libzstd-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3-pymongo python3-snappy python3-zstandard
+  chromium
 )
 missing=()
 command -v node >/dev/null || missing+=(nodejs npm)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <mongoc/mongoc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -48,13 +49,51 @@ void appendRecord(bson_t* doc, int64_t record, const WorkloadSpec& spec, int64_t
     }
 }
 
+/// True when the server is a replica set member (so it takes multi-document transactions).
+bool isReplicaSet(mongoc_client_t* c) {
+    bson_t* cmd = BCON_NEW("hello", BCON_INT32(1));
+    bson_t reply;
+    bson_error_t e;
+    bool ok = mongoc_client_command_simple(c, "admin", cmd, nullptr, &reply, &e);
+    bool rs = ok && bson_has_field(&reply, "setName");
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+    return rs;
+}
+
+/// Inserts one batch as a single transaction. False (and `e`) when the server refused.
+bool insertInTransaction(mongoc_client_t* cl, mongoc_collection_t* co, const bson_t** docs,
+                         size_t n, bson_error_t* e) {
+    mongoc_client_session_t* cs = mongoc_client_start_session(cl, nullptr, e);
+    if (!cs) return false;
+    bson_t o = BSON_INITIALIZER;
+    bool ok = mongoc_client_session_append(cs, &o, e) &&
+              mongoc_client_session_start_transaction(cs, nullptr, e);
+    if (ok) {
+        bson_t reply;
+        ok = mongoc_collection_insert_many(co, docs, n, &o, &reply, e);
+        bson_destroy(&reply);
+        if (ok) {
+            bson_t creply;
+            ok = mongoc_client_session_commit_transaction(cs, &creply, e);
+            bson_destroy(&creply);
+        } else {
+            bson_error_t ignored;
+            mongoc_client_session_abort_transaction(cs, &ignored);
+        }
+    }
+    bson_destroy(&o);
+    mongoc_client_session_destroy(cs);
+    return ok;
+}
+
+}  // namespace
+
 double percentile(const std::vector<uint32_t>& sorted, double p) {
     if (sorted.empty()) return 0;
     auto i = static_cast<size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1));
     return sorted[i];
 }
-
-}  // namespace
 
 Status load(const WorkloadSpec& spec, const RunOptions& opts, bool progress) {
     mongoc_init();
@@ -67,6 +106,11 @@ Status load(const WorkloadSpec& spec, const RunOptions& opts, bool progress) {
     int64_t existing =
         mongoc_collection_estimated_document_count(coll, nullptr, nullptr, nullptr, &err);
     if (existing < 0) existing = 0;
+    const bool useTxn = isReplicaSet(c);
+    int workers = std::max(1, std::min(opts.threads, 8));
+    // Batches are claimed in order but commit out of order: after an interrupted load
+    // every record below (count - workers batches) is present, so resume from there.
+    const int64_t resumeFrom = std::max<int64_t>(0, (existing / 1000 - workers) * 1000);
     // Index the tiering age field.
     bson_t* cmd =
         BCON_NEW("createIndexes", BCON_UTF8(opts.collection.c_str()), "indexes", "[", "{", "key",
@@ -78,12 +122,13 @@ Status load(const WorkloadSpec& spec, const RunOptions& opts, bool progress) {
     if (!indexed)
         return Status(ErrorCode::OperationFailed, fmt::format("createIndexes: {}", err.message));
 
-    std::atomic<int64_t> next{existing};
-    std::atomic<int64_t> done{existing};
+    std::atomic<int64_t> next{resumeFrom};
+    std::atomic<int64_t> done{resumeFrom};
     std::mutex errMu;
     std::string firstError;
     const int64_t now = wallMillis();
-    int workers = std::max(1, std::min(opts.threads, 8));
+    const bool tty = ::isatty(2) != 0;
+    int lastDecile = -1;  // touched by worker 0 only
     std::vector<std::thread> ts;
     for (int t = 0; t < workers; ++t) {
         ts.emplace_back([&, t] {
@@ -101,31 +146,40 @@ Status load(const WorkloadSpec& spec, const RunOptions& opts, bool progress) {
                     appendRecord(d, r, spec, now, rng);
                     docs.push_back(d);
                 }
-                bson_t* o = BCON_NEW("ordered", BCON_BOOL(false));
                 bson_error_t e;
-                bson_t reply;
-                bool ok = mongoc_collection_insert_many(co, const_cast<const bson_t**>(docs.data()),
-                                                        docs.size(), o, &reply, &e);
-                // A resumed load may re-insert a batch that partly exists: duplicates are fine.
-                if (!ok && e.code != 11000) {
-                    std::lock_guard lk(errMu);
-                    if (firstError.empty()) firstError = e.message;
+                bool ok =
+                    useTxn && insertInTransaction(cl, co, const_cast<const bson_t**>(docs.data()),
+                                                  docs.size(), &e);
+                if (!ok) {
+                    // Standalone, or a resumed batch that partly exists (a duplicate aborts
+                    // the transaction): unordered inserts, duplicates are fine.
+                    bson_t* o = BCON_NEW("ordered", BCON_BOOL(false));
+                    bson_t reply;
+                    ok = mongoc_collection_insert_many(co, const_cast<const bson_t**>(docs.data()),
+                                                       docs.size(), o, &reply, &e);
+                    if (!ok && e.code != 11000) {
+                        std::lock_guard lk(errMu);
+                        if (firstError.empty()) firstError = e.message;
+                    }
+                    bson_destroy(&reply);
+                    bson_destroy(o);
                 }
-                bson_destroy(&reply);
-                bson_destroy(o);
                 for (auto* d : docs) bson_destroy(d);
                 int64_t total = done.fetch_add(end - start) + (end - start);
-                if (progress && t == 0)
-                    fmt::print(
-                        stderr, "\rloading {:>12}/{} ({:.0f}%)", total, spec.recordCount,
-                        100.0 * static_cast<double>(total) / static_cast<double>(spec.recordCount));
+                int pct = static_cast<int>(100 * total / std::max<int64_t>(1, spec.recordCount));
+                if (progress && t == 0 && (tty || pct / 10 > lastDecile)) {
+                    // A progress bar on a terminal; a line per 10% in logs.
+                    fmt::print(stderr, "{}loading {:>12}/{} ({}%){}", tty ? "\r" : "", total,
+                               spec.recordCount, pct, tty ? "" : "\n");
+                    lastDecile = pct / 10;
+                }
             }
             mongoc_collection_destroy(co);
             mongoc_client_pool_push(pool.pool, cl);
         });
     }
     for (auto& t : ts) t.join();
-    if (progress) fmt::print(stderr, "\n");
+    if (progress && tty) fmt::print(stderr, "\n");
     if (!firstError.empty())
         return Status(ErrorCode::OperationFailed, "load failed: " + firstError);
     return Status::OK();
@@ -143,15 +197,19 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
     };
     std::vector<ThreadStats> stats(static_cast<size_t>(opts.threads));
     std::atomic<int64_t> remaining{spec.operationCount};
-    std::atomic<int64_t> inserted{spec.recordCount};
+    std::atomic<int64_t> inserted{opts.insertStart >= 0 ? opts.insertStart : spec.recordCount};
     std::vector<std::atomic<int64_t>> perSecond(3600 * 4);
     std::mutex errMu;
     std::string firstError;
-    const auto start = Clock::now();
-    const auto deadline = opts.seconds > 0
-                              ? start + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(opts.seconds))
-                              : Clock::time_point::max();
+    auto secs = [](double s) {
+        return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+    };
+    // Operations that complete before `start` are the warm-up: run, never measured.
+    const auto start = Clock::now() + secs(std::max(0.0, opts.warmupSeconds));
+    const auto deadline = opts.seconds > 0 ? start + secs(opts.seconds) : Clock::time_point::max();
+    std::atomic<bool> measuring{opts.warmupSeconds <= 0};
+    const int64_t lastSecond =
+        opts.seconds > 0 ? static_cast<int64_t>(std::ceil(opts.seconds)) - 1 : -1;
     const int64_t now = wallMillis();
     std::vector<std::thread> ts;
     for (int t = 0; t < opts.threads; ++t) {
@@ -168,7 +226,10 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
             auto intended = Clock::now();
             std::string value(static_cast<size_t>(spec.fieldLength), 'b');
             while (Clock::now() < deadline) {
-                if (opts.seconds <= 0 && remaining.fetch_sub(1) <= 0) break;
+                if (!measuring.load(std::memory_order_relaxed) && Clock::now() >= start)
+                    measuring.store(true, std::memory_order_relaxed);
+                const bool measured = measuring.load(std::memory_order_relaxed);
+                if (opts.seconds <= 0 && measured && remaining.fetch_sub(1) <= 0) break;
                 if (perThreadRate > 0) {
                     intended += std::chrono::duration_cast<Clock::duration>(
                         std::chrono::duration<double>(1.0 / perThreadRate));
@@ -247,6 +308,7 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                     }
                 }
                 auto t1 = Clock::now();
+                if (t1 < start) continue;  // warm-up
                 int idx = static_cast<int>(op);
                 if (ok) {
                     my.lat[idx].push_back(static_cast<uint32_t>(std::min<int64_t>(
@@ -258,6 +320,9 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                     if (firstError.empty()) firstError = e.message;
                 }
                 auto sec = std::chrono::duration_cast<std::chrono::seconds>(t1 - start).count();
+                // A timed run's operations still in flight at the deadline count in its last
+                // second rather than in a nearly empty extra one.
+                if (lastSecond >= 0) sec = std::min<int64_t>(sec, lastSecond);
                 if (sec >= 0 && static_cast<size_t>(sec) < perSecond.size())
                     perSecond[static_cast<size_t>(sec)]++;
             }
@@ -267,17 +332,10 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
     }
     for (auto& t : ts) t.join();
     RunReport r;
-    r.elapsedSec = std::chrono::duration<double>(Clock::now() - start).count();
+    r.elapsedSec = std::max(0.0, std::chrono::duration<double>(Clock::now() - start).count());
     r.firstError = firstError;
-    int64_t total = 0;
-    for (int o = 0; o < kOps; ++o) {
-        std::vector<uint32_t> all;
-        int64_t failed = 0;
-        for (auto& s : stats) {
-            all.insert(all.end(), s.lat[o].begin(), s.lat[o].end());
-            failed += s.failed[o];
-        }
-        if (all.empty() && failed == 0) continue;
+    r.nextInsert = inserted.load();
+    auto summarize = [](std::vector<uint32_t>& all, int64_t failed) {
         std::sort(all.begin(), all.end());
         OpReport rep;
         rep.ok = static_cast<int64_t>(all.size());
@@ -290,32 +348,66 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
         double sum = 0;
         for (auto v : all) sum += v;
         rep.meanus = all.empty() ? 0 : sum / static_cast<double>(all.size());
-        total += rep.ok;
+        return rep;
+    };
+    std::vector<uint32_t> everything;
+    for (int o = 0; o < kOps; ++o) {
+        std::vector<uint32_t> all;
+        int64_t failed = 0;
+        for (auto& s : stats) {
+            all.insert(all.end(), s.lat[o].begin(), s.lat[o].end());
+            failed += s.failed[o];
+        }
+        if (all.empty() && failed == 0) continue;
+        everything.insert(everything.end(), all.begin(), all.end());
+        OpReport rep = summarize(all, failed);
         r.failed += failed;
         r.ops[opName(static_cast<Op>(o))] = rep;
     }
-    r.opsPerSec = r.elapsedSec > 0 ? static_cast<double>(total) / r.elapsedSec : 0;
-    auto secs = static_cast<size_t>(std::ceil(r.elapsedSec));
-    for (size_t i = 0; i < secs && i < perSecond.size(); ++i)
+    r.overall = summarize(everything, r.failed);
+    r.opsPerSec = r.elapsedSec > 0 ? static_cast<double>(r.overall.ok) / r.elapsedSec : 0;
+    auto nsecs = lastSecond >= 0 ? static_cast<size_t>(lastSecond + 1)
+                                 : static_cast<size_t>(std::ceil(r.elapsedSec));
+    for (size_t i = 0; i < nsecs && i < perSecond.size(); ++i)
         r.perSecond.push_back(perSecond[i].load());
     return r;
 }
 
 std::string toJson(const RunReport& r, const WorkloadSpec& spec, const RunOptions& opts) {
+    auto opJson = [](const OpReport& o) {
+        return fmt::format(
+            R"({{"ok":{},"failed":{},"p50_us":{},"p95_us":{},"p99_us":{},"p999_us":{},"max_us":{},"mean_us":{:.1f}}})",
+            o.ok, o.failed, o.p50us, o.p95us, o.p99us, o.p999us, o.maxus, o.meanus);
+    };
     std::string ops;
     for (const auto& [name, o] : r.ops) {
         if (!ops.empty()) ops += ",";
-        ops += fmt::format(
-            R"("{}":{{"ok":{},"failed":{},"p50_us":{},"p95_us":{},"p99_us":{},"p999_us":{},"max_us":{},"mean_us":{:.1f}}})",
-            name, o.ok, o.failed, o.p50us, o.p95us, o.p99us, o.p999us, o.maxus, o.meanus);
+        ops += fmt::format(R"("{}":{})", name, opJson(o));
     }
     std::string timeline;
     for (size_t i = 0; i < r.perSecond.size(); ++i)
         timeline += (i ? "," : "") + std::to_string(r.perSecond[i]);
     return fmt::format(
-        R"({{"threads":{},"target_ops_per_sec":{},"recordcount":{},"requestdistribution":"{}","elapsed_sec":{:.3f},"ops_per_sec":{:.1f},"failed":{},"operations":{{{}}},"per_second":[{}]}})",
-        opts.threads, opts.targetOpsPerSec, spec.recordCount, spec.requestDistribution,
-        r.elapsedSec, r.opsPerSec, r.failed, ops, timeline);
+        R"({{"label":{},"workload":{},"threads":{},"target_ops_per_sec":{},"recordcount":{},"requestdistribution":"{}","warmup_sec":{},"elapsed_sec":{:.3f},"ops_per_sec":{:.1f},"failed":{},"overall":{},"operations":{{{}}},"per_second":[{}]}})",
+        jsonString(opts.label), jsonString(spec.name), opts.threads, opts.targetOpsPerSec,
+        spec.recordCount, spec.requestDistribution, opts.warmupSeconds, r.elapsedSec, r.opsPerSec,
+        r.failed, opJson(r.overall), ops, timeline);
+}
+
+std::string jsonString(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\')
+            (out += '\\') += c;
+        else if (c == '<')  // keeps "</script>" out of reports that embed this JSON in HTML
+            out += "\\u003c";
+        else if (u < 0x20)
+            out += fmt::format("\\u{:04x}", u);
+        else
+            out += c;
+    }
+    return out + "\"";
 }
 
 std::string toTable(const RunReport& r) {

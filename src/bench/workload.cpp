@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
 
 namespace halo::bench {
 
@@ -44,6 +46,7 @@ StatusWith<WorkloadSpec> WorkloadSpec::preset(const std::string& name) {
             ErrorCode::BadValue,
             fmt::format("unknown workload '{}': use shop, readheavy or concentrated", name));
     }
+    w.name = name;
     return w;
 }
 
@@ -93,6 +96,26 @@ Status WorkloadSpec::set(const std::string& key, const std::string& value) {
     return Status::OK();
 }
 
+double zeta(int64_t n, double theta) {
+    // Shared by every worker thread: the first one computes, the others wait for it.
+    static std::mutex mu;
+    static std::map<std::pair<double, int64_t>, double> cache;
+    std::lock_guard lk(mu);
+    auto key = std::make_pair(theta, n);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    // Extend the largest cached sum below n rather than starting over.
+    int64_t from = 0;
+    double z = 0;
+    auto it = cache.lower_bound(key);
+    if (it != cache.begin() && (--it)->first.first == theta) {
+        from = it->first.second;
+        z = it->second;
+    }
+    for (int64_t i = from + 1; i <= n; ++i) z += 1.0 / std::pow(static_cast<double>(i), theta);
+    cache[key] = z;
+    return z;
+}
+
 KeyChooser::KeyChooser(const WorkloadSpec& spec, uint64_t seed) : spec_(spec), rng_(seed) {}
 
 int64_t KeyChooser::zipfian(int64_t n) {
@@ -100,9 +123,7 @@ int64_t KeyChooser::zipfian(int64_t n) {
         // zeta(n) is O(n) to compute: done once per size (inserts grow n slowly; refresh on
         // change).
         if (zipfN_ == 0 || n < zipfN_ || n > zipfN_ * 101 / 100) {
-            double z = 0;
-            for (int64_t i = 1; i <= n; ++i) z += 1.0 / std::pow(static_cast<double>(i), theta_);
-            zetan_ = z;
+            zetan_ = zeta(n, theta_);
             zipfN_ = n;
         }
         zeta2_ = 1 + 1.0 / std::pow(2.0, theta_);

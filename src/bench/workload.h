@@ -16,6 +16,7 @@ enum class Op { Read, Update, Insert, Scan, ReadModifyWrite };
 const char* opName(Op op);
 
 struct WorkloadSpec {
+    std::string name = "custom";  // the preset it started from (shop, readheavy, concentrated)
     int64_t recordCount = 1000;
     int64_t operationCount = 1000;
     double readProportion = 0.95;
@@ -39,6 +40,9 @@ struct WorkloadSpec {
     /// Applies one YCSB property ("readproportion=0.9"); BadValue on unknown keys.
     Status set(const std::string& key, const std::string& value);
 };
+
+/// sum_{i=1..n} 1/i^theta, cached process-wide (O(n) once per n; thread-safe).
+double zeta(int64_t n, double theta);
 
 /// Chooses keys: record numbers in [0, insertedSoFar) with the configured
 /// distribution. "latest" and "exponential" favour the newest records (the

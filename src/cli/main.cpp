@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "bench/runner.h"
+#include "bench/commands.h"
 #include "cli/tiering_cmds.h"
 #include "common/log.h"
 #include "store/server/store.h"
@@ -125,37 +125,8 @@ int main(int argc, char** argv) {
     store->add_option("--threads", so.threads, "Network threads (0: one per core)")
         ->capture_default_str();
 
-    // halocline bench load|run: the YCSB-style client (libmongoc).
-    auto* bench =
-        app.add_subcommand("bench", "YCSB-style workload generator (a real MongoDB client)");
-    bench->require_subcommand(1);
-    std::string workload = "shop";
-    std::vector<std::string> props;
-    std::string jsonOut;
-    halo::bench::RunOptions ro;
-    auto addCommon = [&](CLI::App* sub) {
-        sub->add_option("--uri", ro.uri, "MongoDB connection string")->required();
-        sub->add_option("--workload", workload, "Preset: shop, readheavy, concentrated")
-            ->capture_default_str();
-        sub->add_option("-p", props,
-                        "YCSB property key=value (recordcount, operationcount, readproportion, "
-                        "requestdistribution, fieldcount, fieldlength, ...)");
-        sub->add_option("--threads", ro.threads, "Client threads")->capture_default_str();
-        sub->add_option("--db", ro.db)->capture_default_str();
-        sub->add_option("--collection", ro.collection)->capture_default_str();
-        sub->add_option("--seed", ro.seed)->capture_default_str();
-    };
-    auto* benchLoad = bench->add_subcommand(
-        "load", "Load recordcount documents (resumable), index the date field");
-    addCommon(benchLoad);
-    auto* benchRun = bench->add_subcommand(
-        "run", "Run the workload and report throughput and latency percentiles");
-    addCommon(benchRun);
-    benchRun->add_option("--target", ro.targetOpsPerSec,
-                         "Fixed total rate in ops/s (0: closed loop)");
-    benchRun->add_option("--seconds", ro.seconds,
-                         "Run for this long instead of operationcount operations");
-    benchRun->add_option("--json", jsonOut, "Write the report as JSON to this file");
+    // halocline bench load|run|ramp|report|reproduce (src/bench/).
+    auto bench = halo::bench::BenchCommand::add(app);
 
     halo::cli::TieringCommands tiering;
     halo::cli::addTieringCommands(app, tiering);
@@ -164,48 +135,7 @@ int main(int argc, char** argv) {
 
     if (int rc = halo::cli::runTieringCommands(tiering, argv[0]); rc >= 0) return rc;
 
-    if (bench->parsed()) {
-        auto spec = halo::bench::WorkloadSpec::preset(workload);
-        if (!spec.isOK()) {
-            std::fprintf(stderr, "%s\n", spec.getStatus().reason().c_str());
-            return 2;
-        }
-        for (const auto& p : props) {
-            auto eq = p.find('=');
-            halo::Status st =
-                eq == std::string::npos
-                    ? halo::Status(halo::ErrorCode::BadValue, "property must be key=value: " + p)
-                    : spec.getValue().set(p.substr(0, eq), p.substr(eq + 1));
-            if (!st.isOK()) {
-                std::fprintf(stderr, "%s\n", st.reason().c_str());
-                return 2;
-            }
-        }
-        if (benchLoad->parsed()) {
-            halo::Status st = halo::bench::load(spec.getValue(), ro, true);
-            if (!st.isOK()) {
-                std::fprintf(stderr, "%s\n", st.reason().c_str());
-                return 1;
-            }
-            std::printf("loaded %lld records\n",
-                        static_cast<long long>(spec.getValue().recordCount));
-            return 0;
-        }
-        auto r = halo::bench::run(spec.getValue(), ro);
-        if (!r.isOK()) {
-            std::fprintf(stderr, "%s\n", r.getStatus().reason().c_str());
-            return 1;
-        }
-        std::fputs(halo::bench::toTable(r.getValue()).c_str(), stdout);
-        if (!jsonOut.empty()) {
-            FILE* f = std::fopen(jsonOut.c_str(), "w");
-            if (!f) return 1;
-            std::string j = halo::bench::toJson(r.getValue(), spec.getValue(), ro);
-            std::fwrite(j.data(), 1, j.size(), f);
-            std::fclose(f);
-        }
-        return r.getValue().failed > 0 ? 3 : 0;
-    }
+    if (bench->parsed()) return bench->run();
 
     if (store->parsed()) {
         if (!config.empty()) {

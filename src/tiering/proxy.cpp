@@ -6,6 +6,7 @@
 #include <future>
 #include <limits>
 #include <set>
+#include <span>
 
 #include "common/log.h"
 #include "tiering/workers.h"
@@ -127,12 +128,14 @@ bool isDdlCommand(std::string_view c) {
            c == "collMod" || c == "deleteIndexes";
 }
 
-/// Documents of an array field or a document sequence named `name`.
-std::vector<bson::View> statements(const wire::OpMsg& msg, const bson_t* body, const char* name) {
-    std::vector<bson::View> out;
+/// Documents of an array field or a document sequence named `name`, as byte
+/// spans (a bson::View must not be copied: a static bson_t points into itself).
+std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const bson_t* body,
+                                                 const char* name) {
+    std::vector<std::span<const uint8_t>> out;
     for (auto& s : msg.sequences)
         if (s.identifier == name)
-            for (auto& d : s.documents) out.emplace_back(d.data(), d.size());
+            for (auto& d : s.documents) out.push_back(d);
     bson_iter_t it, arr;
     if (bson_iter_init_find(&it, body, name) && BSON_ITER_HOLDS_ARRAY(&it) &&
         bson_iter_recurse(&it, &arr)) {
@@ -817,9 +820,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
     Status prepared = Status::OK();
     if (name == "insert") {
         std::vector<Id> ids;
-        for (auto& d : statements(msg, cmd, "documents")) {
+        for (auto d : statements(msg, cmd, "documents")) {
+            bson::View v(d.data(), d.size());
             Id id;
-            if (idOf(d.get(), &id)) ids.push_back(std::move(id));
+            if (idOf(v.get(), &id)) ids.push_back(std::move(id));
         }
         auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids);
         if (!r.isOK())
@@ -827,7 +831,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
         else if (!r.getValue().ids.empty())
             pins.push_back(std::move(r.getValue()));
     } else if (name == "update") {
-        for (auto& u : statements(msg, cmd, "updates")) {
+        for (auto stmt : statements(msg, cmd, "updates")) {
+            bson::View u(stmt.data(), stmt.size());
             bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) continue;
             prepared = co_await prepare(p, &q, &pins);
@@ -869,10 +874,11 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
     for (size_t i = 0; i < stmts.size(); ++i) {
         bson_t q, collation;
         bson_t empty = BSON_INITIALIZER;
-        if (!bson::subDocument(stmts[i].get(), "q", &q)) q = empty;
-        bool hasCollation = bson::subDocument(stmts[i].get(), "collation", &collation);
+        bson::View stmt(stmts[i].data(), stmts[i].size());
+        if (!bson::subDocument(stmt.get(), "q", &q)) q = empty;
+        bool hasCollation = bson::subDocument(stmt.get(), "collation", &collation);
         int64_t limit = 0;
-        if (bson_iter_init_find(&it, stmts[i].get(), "limit")) limit = bson_iter_as_int64(&it);
+        if (bson_iter_init_find(&it, stmt.get(), "limit")) limit = bson_iter_as_int64(&it);
         std::vector<Pinned> pins;
         Status s = co_await prepare(p, &q, &pins);
         StatusWith<DeleteResult> r = s;
@@ -904,7 +910,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
         p_.state().noteFastTime(last);
     }
     bson::Doc out;
-    BSON_APPEND_INT64(out.mut(), "n", n);
+    BSON_APPEND_INT32(out.mut(), "n",
+                      static_cast<int32_t>(n));  // int32, as mongod (libmongoc reads no other)
     if (nErrors) BSON_APPEND_ARRAY(out.mut(), "writeErrors", errors.get());
     BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
     appendClock(out.mut(), last ? last : p_.state().fastClusterTime.load());

@@ -113,9 +113,22 @@ bson::Doc applyOpsEntry(const std::vector<OplogEntry>& ops) {
     return o;
 }
 
+namespace {
+thread_local Timestamp tlLastCommitted;
+}  // namespace
+
+Timestamp Oplog::lastCommittedOnThisThread() {
+    return tlLastCommitted;
+}
+void Oplog::resetLastCommittedOnThisThread() {
+    tlLastCommitted = Timestamp{};
+}
+
 void Oplog::Unit::committed() {
     done_ = true;
     if (!reserved_.empty()) log_.release(reserved_, true);
+    for (auto t : reserved_)
+        if (tlLastCommitted < t) tlLastCommitted = t;
 }
 
 void Oplog::release(const std::vector<Timestamp>& ts, bool committed) {

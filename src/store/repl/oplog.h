@@ -82,6 +82,11 @@ class Oplog {
 
     /// Every entry at or below this timestamp is durable (or was rolled back).
     Timestamp visibleUpTo() const;
+    /// The newest entry this thread committed since the last reset: a write's
+    /// own optime, which its reply reports as operationTime (as mongod does),
+    /// even while an older concurrent write keeps visibleUpTo() behind it.
+    static Timestamp lastCommittedOnThisThread();
+    static void resetLastCommittedOnThisThread();
     /// The oldest entry still in the oplog (null when empty).
     Timestamp oldest(Session& s) const;
     /// The newest timestamp whose entry may have been removed by capping: a

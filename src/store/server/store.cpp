@@ -138,6 +138,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     }
     std::string_view name = bson_iter_key(&it);
     counters_.command++;
+    Oplog::resetLastCommittedOnThisThread();
     const CommandSpec* spec = CommandRegistry::instance().find(name);
     if (!spec) {
         appendError(reply,
@@ -188,6 +189,9 @@ void Store::gossipClusterTime(const bson_t* cmd) {
 
 void Store::appendClusterTime(bson_t* reply) {
     Timestamp t = oplog_ ? oplog_->visibleUpTo() : clock_.latest();
+    // A write reports its own optime (mongod's operationTime), not the
+    // visibility point an older concurrent write may still hold back.
+    if (t < Oplog::lastCommittedOnThisThread()) t = Oplog::lastCommittedOnThisThread();
     appendTimestamp(reply, "operationTime", t);
     bson_t ct, sig;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);

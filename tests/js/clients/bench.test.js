@@ -35,3 +35,33 @@ test('bench load and run report every operation, with percentiles and a timeline
   const bad = await runProgram(bin, ['bench', 'run', '--uri', uri, '-p', 'bogus=1']);
   assert.equal(bad.code, 2);
 });
+
+test('bench ramp doubles the threads until read p95 exceeds the threshold and reports the best step', async () => {
+  const bin = haloclineBinary();
+  const uri = server.uri();
+  const out = path.join(makeTempDir('halocline-ramp-'), 'ramp.json');
+  // A generous threshold: every step stays under it, so the ramp ends at --max-threads.
+  const ramp = await runProgram(bin, ['bench', 'ramp', '--uri', uri, '--workload', 'readheavy', '-p', 'recordcount=2000',
+    '--start-threads', '1', '--max-threads', '4', '--step-seconds', '1', '--p95-ms', '10000', '--json', out]);
+  assert.equal(ramp.code, 0, `${ramp.stdout}\n${ramp.stderr}`);
+  const report = JSON.parse(fs.readFileSync(out, 'utf8'));
+  assert.equal(report.mode, 'ramp');
+  assert.equal(report.p95_of, 'READ');
+  assert.deepEqual(report.steps.map((s) => s.threads), [1, 2, 4]);
+  for (const s of report.steps) {
+    assert.equal(s.under, true);
+    assert.equal(s.run.threads, s.threads);
+    assert.equal(s.p95_us, s.run.operations.READ.p95_us);
+  }
+  const best = report.steps.reduce((a, b) => (b.ops_per_sec > a.ops_per_sec ? b : a));
+  assert.equal(report.best.threads, best.threads);
+  assert.match(ramp.stdout, /best under READ p95 10000 ms: \d+ ops\/s at \d+ threads/);
+  assert.match(report.stop_reason, /max-threads 4/);
+  // An impossible threshold: the first step is over it and nothing qualifies.
+  const tight = await runProgram(bin, ['bench', 'ramp', '--uri', uri, '--workload', 'readheavy', '-p', 'recordcount=2000',
+    '--start-threads', '2', '--max-threads', '8', '--step-seconds', '1', '--p95-ms', '0.001']);
+  assert.equal(tight.code, 0, tight.stderr);
+  assert.match(tight.stdout, /threads +2 .* OVER/);
+  assert.match(tight.stdout, /no step kept READ p95 within 0.001 ms/);
+  assert.doesNotMatch(tight.stdout, /threads +4/, 'the ramp stops at the first step over the threshold');
+});

@@ -148,7 +148,7 @@ test('mongosh: CRUD on a tiered collection, a transaction on an untiered one, ha
       one: c.findOne({ _id: 1 }).k,
       count: c.countDocuments({}),
       byK: c.aggregate([{ $match: { date: { $gte: new Date(now - 200 * 60000) } } }, { $group: { _id: '$k', n: { $sum: 1 } } }, { $sort: { _id: 1 } }]).toArray(),
-      notes: notes.find().sort({ _id: 1 }).toArray().map(d => d._id),
+      notes: db.getSiblingDB('shop').mongosh_notes.find().sort({ _id: 1 }).toArray().map(d => d._id),
       txnCode,
       explain: db.adminCommand({ haloclineExplain: { find: 'mongosh', filter: { _id: 3 } }, db: 'shop' }).tier,
     }));

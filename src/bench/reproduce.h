@@ -1,0 +1,63 @@
+#pragma once
+// `halocline bench reproduce`: the published experiment (../shared/MISSION.md) scaled
+// to one machine, archive alone vs tiered in the same invocation, alternating
+// A B A B. It starts every process itself (this executable: `store`, `proxy`),
+// confines the archive stores with cgroup v1 (read-IOPS cap + memory limit) when
+// the machine allows it and says loudly when it does not, runs the scenarios,
+// and writes a table of ratios beside the published figures plus an HTML report.
+// docs/BENCHMARKS.md explains the scenarios and how to read the output.
+//
+// Blocking; one per process (it owns child processes and cgroups).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace halo::bench {
+
+struct ReproduceOptions {
+    std::string dataDir = "./bench-data";  // loaded datasets (reused) and working copies
+    std::string outDir;                    // default: <dataDir>/results/<UTC time>
+    bool quick = false;                    // small data, short runs: a smoke test
+    bool skipTiered = false;               // only the archive-alone and direct sides
+    bool haveProxy = false;  // this executable has a `proxy` subcommand (set by the CLI layer)
+    std::string scenarios = "mixes,fixed,cold,overhead";
+    std::string workload = "shop";  // for fixed load, cold start and proxy overhead
+    int threads = 64;
+    int rounds = 2;  // A B pairs per scenario
+    int readIops = 3000;
+    std::string horizon = "30d";  // the tiering age of ycsb.usertable
+    int fieldCount = 10;
+    int fieldLength = 26;  // ~415-byte documents: 10 M of them are 16x a 256 MB cache
+    // Zero: the mode's default (resolveDefaults).
+    int64_t recordCount = 0;        // full 10,000,000; quick 200,000
+    double archiveCacheGB = 0;      // full 0.25; quick 0.01
+    int64_t archiveMemoryMB = 0;    // cache + 512 MB
+    double seconds = 0;             // measured seconds per run: full 30; quick 4
+    double warmupSeconds = 0;       // full 10; quick 1
+    double coldSeconds = 0;         // cold-start run length: full 90; quick 8
+    int64_t memoryRecordCount = 0;  // proxy-overhead dataset: full 500,000; quick 20,000
+    double warmTimeoutSeconds = 0;  // waiting for the warmer: full 240; quick 20
+};
+
+ReproduceOptions resolveDefaults(ReproduceOptions o);
+
+/// Runs the reproduction. Exit status: 0 done, 1 failed, 2 bad options,
+/// 4 the tiered side needs `halocline proxy` and this binary has none.
+int reproduce(const ReproduceOptions& opts);
+
+// Pieces exposed for tests.
+
+/// Mean of several per-second timelines, as long as the shortest.
+std::vector<double> meanTimeline(const std::vector<std::vector<int64_t>>& runs);
+/// The first second from which `tiered`'s `window`-second moving average stays above
+/// `alone`'s for `hold` seconds (or to the end); -1 if never.
+int passingSecond(const std::vector<double>& alone, const std::vector<double>& tiered,
+                  int window = 5, int hold = 10);
+/// "30d", "12h", "90m", "45s" -> milliseconds; -1 if malformed.
+int64_t parseHorizonMillis(const std::string& h);
+/// The proxy's YAML: ycsb.usertable tiered on `date` (or no tiered collection at all,
+/// a pure pass-through to the archive), workers on or off.
+std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
+                            const std::string& horizon, bool tiered);
+
+}  // namespace halo::bench
