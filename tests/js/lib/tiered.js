@@ -464,6 +464,27 @@ class Tiered {
     ]);
   }
 
+  /**
+   * An Error describing the first managed process (proxy, fast store, archive store) that
+   * exited without being asked to, or null. Waits abort on it at once.
+   */
+  crashError() {
+    const procs = [
+      ['proxy', this.proxy && this.proxy.proc],
+      ['fast store', this.fast && this.fast.proc],
+      ['archive store', this.archive && this.archive.proc],
+    ];
+    for (const [name, p] of procs) {
+      if (!p || !p.crashed) continue;
+      const { code, signal } = p.exitInfo;
+      const hint =
+        code === 0 && !signal ? ' (a clean exit nobody here asked for: a SIGTERM/SIGINT or shutdown command from elsewhere?)' : '';
+      const san = p.sanitizerReports.length ? `\nsanitizer: ${p.sanitizerReports.join('\n')}` : '';
+      return new Error(`the ${name} exited on its own (code=${code}, signal=${signal})${hint}${san}\n${p.tail()}`);
+    }
+    return null;
+  }
+
   /** The tier URIs the proxy is configured with (replica-set URIs, as in production). */
   tierUri(which) {
     const s = which === 'fast' ? this.fast : this.archive;
@@ -612,7 +633,7 @@ class Tiered {
         const applied = last.feeder.appliedTime;
         return applied !== null && tsValue(applied) >= want ? last : false;
       },
-      { timeoutMs, detail: () => `last haloclineStatus: ${show(last && last.raw)}` },
+      { timeoutMs, abortIf: () => this.crashError(), detail: () => `last haloclineStatus: ${show(last && last.raw)}` },
     );
   }
 
@@ -625,7 +646,7 @@ class Tiered {
         last = await this.status();
         return last.coll(ns).warmDone ? last : false;
       },
-      { timeoutMs, detail: () => `last haloclineStatus: ${show(last && last.raw)}` },
+      { timeoutMs, abortIf: () => this.crashError(), detail: () => `last haloclineStatus: ${show(last && last.raw)}` },
     );
   }
 
@@ -638,7 +659,7 @@ class Tiered {
         last = await this.status();
         return last.reachable.fast && last.reachable.archive && roles.includes(last.role) ? last : false;
       },
-      { timeoutMs, detail: () => `last haloclineStatus: ${show(last && last.raw)}` },
+      { timeoutMs, abortIf: () => this.crashError(), detail: () => `last haloclineStatus: ${show(last && last.raw)}` },
     );
   }
 

@@ -120,7 +120,7 @@ test('cold start: answers stay correct while warming, the hit ratio rises, the f
   };
   try {
     // First window: the first queries against an empty fast tier.
-    await waitUntil('the first 40 queries', () => queries >= 40 || violations.length > 0, { timeoutMs: 60_000 });
+    await waitUntil('the first 40 queries', () => queries >= 40 || violations.length > 0, { timeoutMs: 60_000, abortIf: () => t.crashError() });
     const first = await sample('first');
     // Keep querying until the warmer has finished its pass, sampling along the way.
     await waitUntil(
@@ -129,12 +129,12 @@ test('cold start: answers stay correct while warming, the hit ratio rises, the f
         const s = await sample('warming');
         return s.coll(NS).warmDone || violations.length > 20;
       },
-      { timeoutMs: 120_000, intervalMs: 250, detail: () => `samples ${show(samples.slice(-5))}` },
+      { timeoutMs: 120_000, intervalMs: 250, abortIf: () => t.crashError(), detail: () => `samples ${show(samples.slice(-5))}` },
     );
     const doneAt = await sample('done');
     // Last window: queries after the pass finished.
     const target = queries + 60;
-    await waitUntil('60 queries after warming', () => queries >= target || violations.length > 20, { timeoutMs: 60_000 });
+    await waitUntil('60 queries after warming', () => queries >= target || violations.length > 20, { timeoutMs: 60_000, abortIf: () => t.crashError() });
     const last = await sample('last');
 
     stop = true;
@@ -150,7 +150,9 @@ test('cold start: answers stay correct while warming, the hit ratio rises, the f
     const fEnd = last.coll(NS);
     const early = ratio({ routing: { fast: 0, archive: 0 } }, { routing: f0.routing });
     const late = ratio(doneAt.coll(NS), fEnd);
-    const trace = `${replay()}; first window fast fraction ${early}, after warming ${late}; samples ${show(samples)}`;
+    // At most 8 evenly spaced samples in messages.
+    const some = samples.filter((_, i) => samples.length <= 8 || i % Math.ceil(samples.length / 8) === 0 || i === samples.length - 1);
+    const trace = `${replay()}; first window fast fraction ${early}, after warming ${late}; samples ${show(some)}`;
     assert.ok(f0.hitRatio !== null && fEnd.hitRatio !== null, `hitRatio reported: ${trace}`);
     assert.ok(fEnd.hitRatio > f0.hitRatio, `the hit ratio did not rise: ${f0.hitRatio} -> ${fEnd.hitRatio}; ${trace}`);
     assert.ok(early !== null && late !== null && late > early, `reads did not move to the fast tier as it warmed: ${trace}`);

@@ -52,8 +52,10 @@ class Book {
     return [...this.docs.keys()].filter((id) => this.live(id));
   }
 
-  acked(id, state) {
-    this.docs.get(id).states = [state];
+  acked(id, state, where) {
+    const d = this.docs.get(id);
+    d.states = [state];
+    d.ackedAt = where; // when and through which proxy incarnation, for failure messages
   }
 
   unknown(id, after) {
@@ -69,7 +71,7 @@ class Book {
       s === null ? doc === null : doc !== null && doc.n === s.n && doc.date.getTime() === d.date.getTime(),
     );
     if (allowed) return null;
-    return `_id ${id}: got ${show(doc)}, allowed ${show(d.states)} (date ${d.date.toISOString()})`;
+    return `_id ${id}: got ${show(doc)}, allowed ${show(d.states)} (date ${d.date.toISOString()}; last acknowledged ${show(d.ackedAt)})`;
   }
 }
 
@@ -95,16 +97,31 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
   const books = [];
   let stop = false;
 
-  const noteError = (e) => {
+  const t0 = Date.now();
+  // Where an event happened: ms since the start, and which proxy incarnation was running.
+  const here = () => ({ ms: Date.now() - t0, proxy: t.proxy.starts });
+  const noteError = (e, kind) => {
     const k = e.code !== undefined ? `${e.codeName || e.name}(${e.code})` : e.name;
     stats.errors[k] = (stats.errors[k] || 0) + 1;
+    // One sample per error kind, so the summary says which operation got what.
+    stats.samples = stats.samples || {};
+    if (!stats.samples[k]) stats.samples[k] = `${kind}: ${String(e.message).slice(0, 300)}`;
   };
 
   const writer = async (w) => {
     // Even writers retry (a retry must be applied once: the proxy keeps lsid/txnNumber);
     // odd writers do not, so failed writes really leave unknown outcomes behind.
-    const c = await t.client({ ...clientOptions, retryWrites: w % 2 === 0 });
+    const c = await t.client({ ...clientOptions, retryWrites: w % 2 === 0, monitorCommands: true });
     const coll = c.db('shop').collection('orders');
+    // What the driver sent for the current operation (a retry shows as a second start).
+    const attempts = [];
+    c.on('commandStarted', (e) => {
+      if (['insert', 'update', 'delete'].includes(e.commandName)) {
+        attempts.push({ sent: e.commandName, txnNumber: e.command.txnNumber === undefined ? null : String(e.command.txnNumber) });
+      }
+    });
+    c.on('commandFailed', (e) => attempts.push({ failed: e.commandName, error: String(e.failure && e.failure.message).slice(0, 200) }));
+    const sent = () => show(attempts);
     const wr = makeRng(SEED + 1 + w);
     const book = new Book();
     books.push({ w, book });
@@ -118,6 +135,7 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
         [15, 'readId'],
         [5, 'readAll'],
       ]);
+      attempts.length = 0;
       try {
         if (kind === 'insert') {
           const id = w * 1_000_000 + seq++;
@@ -126,11 +144,11 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
           try {
             await coll.insertOne({ _id: id, w, date, n: 0, pad: 'x'.repeat(64) });
           } catch (e) {
-            if (e.code === 11000) violations.push(`insert of fresh _id ${id} answered duplicate key: a retry was applied twice (${e.message})`);
+            if (e.code === 11000) violations.push(`insert of fresh _id ${id} answered duplicate key: a retry was applied twice (${e.message}); driver: ${sent()}`);
             book.unknown(id, { n: 0 });
             throw e;
           }
-          book.acked(id, { n: 0 });
+          book.acked(id, { n: 0 }, here());
         } else if (kind === 'inc') {
           const id = wr.pick(live);
           const n = book.docs.get(id).states[0].n;
@@ -142,9 +160,9 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
             throw e;
           }
           if (r.matchedCount !== 1 || r.modifiedCount !== 1) {
-            violations.push(`$inc of live _id ${id} (n=${n}) matched ${r.matchedCount}, modified ${r.modifiedCount}`);
+            violations.push(`$inc of live _id ${id} (n=${n}) matched ${r.matchedCount}, modified ${r.modifiedCount}; driver: ${sent()}`);
           }
-          book.acked(id, { n: n + 1 });
+          book.acked(id, { n: n + 1 }, here());
         } else if (kind === 'delete') {
           const id = wr.pick(live);
           let r;
@@ -154,8 +172,8 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
             book.unknown(id, null);
             throw e;
           }
-          if (r.deletedCount !== 1) violations.push(`delete of live _id ${id} deleted ${r.deletedCount}`);
-          book.acked(id, null);
+          if (r.deletedCount !== 1) violations.push(`delete of live _id ${id} deleted ${r.deletedCount} at ${show(here())}; driver: ${sent()}; last acknowledged ${show(book.docs.get(id).ackedAt)}`);
+          book.acked(id, null, here());
         } else if (kind === 'readId') {
           const ids = [...book.docs.keys()].filter((id) => book.docs.get(id).settled);
           if (!ids.length) continue;
@@ -163,15 +181,17 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
           stats.reads++;
           const doc = await coll.findOne({ _id: id });
           const bad = book.check(id, doc);
-          if (bad) violations.push(`find by _id through the proxy: ${bad}`);
+          if (bad) violations.push(`find by _id through the proxy at ${show(here())}: ${bad}`);
         } else {
           // No date bound and no _id: routed to the archive after a feeder wait.
           stats.reads++;
+          const readFrom = here();
           const docs = await coll.find({ w, n: { $gte: 0 } }).toArray();
+          const readAt = { from: readFrom, to: here() };
           const got = new Map(docs.map((d) => [d._id, d]));
           for (const [id] of book.docs) {
             const bad = book.check(id, got.get(id) ?? null);
-            if (bad) violations.push(`archive-routed find({w: ${w}}) through the proxy: ${bad}`);
+            if (bad) violations.push(`archive-routed find({w: ${w}}) through the proxy at ${show(readAt)}: ${bad}`);
           }
           for (const id of got.keys()) if (!book.docs.has(id)) violations.push(`find({w: ${w}}) returned unknown _id ${id}`);
         }
@@ -179,7 +199,7 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
       } catch (e) {
         if (kind === 'readId' || kind === 'readAll') stats.readErrors++;
         else stats.unknown++;
-        noteError(e);
+        noteError(e, kind);
         if (!isNetworkError(e) && e.code === undefined) throw e; // a bug in this test, not an outcome
         // Pace retries while a component is down (not a synchronisation point).
         await new Promise((r) => setTimeout(r, 25));
@@ -210,11 +230,11 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
       // Let the load run for a random number of acknowledged writes, then crash.
       const target = stats.acked + rng.int(20, 80);
       await waitUntil(`${target} acknowledged writes before killing the ${victim} (${replay()})`, () => stats.acked >= target, {
-        abortIf: () => writerCrash,
+        abortIf: () => writerCrash || t.crashError(),
         timeoutMs: 90_000,
         detail: () => `stats ${show(stats)}; schedule so far ${show(schedule)}`,
       });
-      schedule.push({ victim, afterAcked: stats.acked });
+      schedule.push({ victim, afterAcked: stats.acked, ...here() });
       if (victim === 'proxy') {
         await t.killProxy();
         await t.restartProxy();
@@ -225,10 +245,11 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
         await t.killArchive();
         await t.restartArchive();
       }
+      schedule[schedule.length - 1].backMs = here().ms;
       // Recovery: the load makes progress again.
       const resumed = stats.acked + 3 * WRITERS;
       await waitUntil(`writes to be acknowledged again after restarting the ${victim} (${replay()})`, () => stats.acked >= resumed, {
-        abortIf: () => writerCrash,
+        abortIf: () => writerCrash || t.crashError(),
         timeoutMs: 90_000,
         detail: () => `stats ${show(stats)}; schedule ${show(schedule)}\n${t.proxy.proc.tail(30)}`,
       });
