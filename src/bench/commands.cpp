@@ -125,8 +125,9 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
                             "Archive documents (default 10,000,000; quick 200,000)");
     f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,
                             "Archive WiredTiger cache (default 0.25; quick 0.01)");
-    f.reproduce->add_option("--archive-memory-mb", r.archiveMemoryMB,
-                            "Archive memory-cgroup limit (default cache + 512)");
+    f.reproduce->add_option(
+        "--archive-memory-mb", r.archiveMemoryMB,
+        "Archive memory-cgroup limit (default cache + 1024; + 4096 in sanitizer builds)");
     f.reproduce->add_option("--seconds", r.seconds, "Measured seconds per run (30; quick 4)");
     f.reproduce->add_option("--warmup", r.warmupSeconds, "Warm-up seconds per run (10; quick 1)");
     f.reproduce->add_option("--cold-seconds", r.coldSeconds, "Cold-start run length (90; quick 8)");

@@ -119,8 +119,11 @@ ReproduceOptions resolveDefaults(ReproduceOptions o) {
     def(o.coldSeconds, 90.0, 8.0);
     def(o.memoryRecordCount, int64_t{500'000}, int64_t{20'000});
     def(o.warmTimeoutSeconds, 240.0, 20.0);
+    // The limit keeps the page cache from holding the archive's data (its data
+    // files use direct I/O anyway); it must leave the store its own memory, which
+    // a sanitizer build multiplies (an OOM kill mid-run looks like a crash).
     if (o.archiveMemoryMB <= 0)
-        o.archiveMemoryMB = static_cast<int64_t>(o.archiveCacheGB * 1024) + 512;
+        o.archiveMemoryMB = static_cast<int64_t>(o.archiveCacheGB * 1024) + kArchiveStoreOverheadMB;
     return o;
 }
 

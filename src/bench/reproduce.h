@@ -39,6 +39,14 @@ struct ReproduceOptions {
     double warmTimeoutSeconds = 0;  // waiting for the warmer: full 240; quick 20
 };
 
+/// What the archive's memory-cgroup limit leaves the store beyond its cache.
+/// A sanitizer build needs several times the memory.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr int64_t kArchiveStoreOverheadMB = 4096;
+#else
+inline constexpr int64_t kArchiveStoreOverheadMB = 1024;
+#endif
+
 ReproduceOptions resolveDefaults(ReproduceOptions o);
 
 /// Runs the reproduction. Exit status: 0 done, 1 failed, 2 bad options,

@@ -122,7 +122,9 @@ int main(int argc, char** argv) {
     store->add_option("--oplogSize", so.oplogSizeMB, "Oplog size in MB")->capture_default_str();
     store->add_option("--cursorTimeoutMillis", so.cursorTimeoutMillis, "Idle cursor timeout")
         ->capture_default_str();
-    store->add_option("--threads", so.threads, "Network threads (0: one per core)")
+    store
+        ->add_option("--threads", so.threads,
+                     "Command threads (0: 8; commands block on disk reads and log syncs)")
         ->capture_default_str();
 
     // halocline bench load|run|ramp|report|reproduce (src/bench/).

@@ -74,6 +74,9 @@ TouchedIds ChangeBatchClassifier::classify(const std::vector<bson::Doc>& events)
         bson_iter_t key;
         if (!bson::findDotted(e, "documentKey._id", &key)) continue;
         if (ns == tombstonesNs_) {
+            // Removing a tombstone (the feeder's own cleanup, or a promotion's
+            // guard) changes no document.
+            if (op != "insert" && op != "update" && op != "replace") continue;
             // A tombstone's _id is {ns, id}: it names the document it is about.
             if (!BSON_ITER_HOLDS_DOCUMENT(&key)) continue;
             uint32_t len;
@@ -95,6 +98,7 @@ TouchedIds ChangeBatchClassifier::classify(const std::vector<bson::Doc>& events)
             continue;
         }
         if (!tiered_.count(ns)) continue;
+        if (op != "insert" && op != "update" && op != "replace" && op != "delete") continue;
         Id id = makeId(*bson_iter_value(&key));
         if (op == "insert" && guards_.count(ns + '\0' + idKey(id))) {
             ++out.promotionsSkipped;

@@ -51,7 +51,7 @@ class Evictor {
         step_ = "read state";
         std::vector<std::string> ids;
         for (const auto& p : ctx_.cfg.collections) ids.push_back(stateId("evict", p.ns));
-        auto docs = co_await loadStateDocs(ctx_.tiers, ids);
+        auto docs = co_await loadStateDocs(ctx_.tiers.fast, ctx_.tiers.meta, ids);
         if (!docs.isOK()) co_return docs.getStatus();
         for (const auto& p : ctx_.cfg.collections) {
             auto it = docs.getValue().find(stateId("evict", p.ns));
@@ -168,7 +168,7 @@ class Evictor {
                 BSON_APPEND_INT64(f.mut(), "evicted", prog->evicted.load());
                 BSON_APPEND_INT64(f.mut(), "backlog", backlog);
                 BSON_APPEND_DATE_TIME(f.mut(), "at", nowMillis());
-                Status st = co_await saveStateDoc(t, stateId("evict", p.ns), f.get());
+                Status st = co_await saveStateDoc(t.fast, t.meta, stateId("evict", p.ns), f.get());
                 if (!st.isOK()) co_return st;
                 saved = {prog->evicted.load(), backlog};
             }

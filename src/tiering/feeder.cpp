@@ -24,7 +24,6 @@ constexpr int64_t kAwaitMillis = 300;     // getMore wait when the stream is idl
 constexpr int64_t kShortAwaitMillis = 5;  // ... when the last batch ended on an event
 constexpr size_t kIdsPerLookup = 500;     // ids per find {_id: {$in}}
 constexpr size_t kArchiveCommandBytes = 12 * 1024 * 1024;
-constexpr milliseconds kIdleSaveEvery{200};  // durable token refresh while idle
 
 bool isLostPosition(const Status& s) {
     return s.code() == ErrorCode::ChangeStreamHistoryLost ||
@@ -68,7 +67,7 @@ class Feeder {
         if (!loaded_) {
             step_ = "read state";
             std::vector<std::string> ids{"feeder"};
-            auto docs = co_await loadStateDocs(ctx_.tiers, ids);
+            auto docs = co_await loadStateDocs(ctx_.tiers.archive, ctx_.tiers.meta, ids);
             if (!docs.isOK()) co_return docs.getStatus();
             auto it = docs.getValue().find("feeder");
             if (it != docs.getValue().end()) {
@@ -133,7 +132,7 @@ class Feeder {
         endedOnEvent_ = false;
         bson::Doc c;
         BSON_APPEND_INT32(c.mut(), "aggregate", 1);
-        bson_t pipeline, stage, cs, match, orArr, project;
+        bson_t pipeline, stage, cs, project;
         BSON_APPEND_ARRAY_BEGIN(c.mut(), "pipeline", &pipeline);
         BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
         BSON_APPEND_DOCUMENT_BEGIN(&stage, "$changeStream", &cs);
@@ -145,36 +144,12 @@ class Feeder {
                                   opTimeIncrement(startAt));
         bson_append_document_end(&stage, &cs);
         bson_append_document_end(&pipeline, &stage);
-        // Only the tiered collections' CRUD events and tombstone writes.
-        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "1", &stage);
-        BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
-        BSON_APPEND_ARRAY_BEGIN(&match, "$or", &orArr);
-        ArrayKey k;
-        size_t n = 0;
-        auto clause = [&](const std::string& ns, bool withDelete) {
-            auto [db, coll] = splitNs(ns);
-            bson_t cl, ops, in;
-            bson_append_document_begin(&orArr, k(n++), -1, &cl);
-            BSON_APPEND_UTF8(&cl, "ns.db", db.c_str());
-            BSON_APPEND_UTF8(&cl, "ns.coll", coll.c_str());
-            BSON_APPEND_DOCUMENT_BEGIN(&cl, "operationType", &ops);
-            BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
-            BSON_APPEND_UTF8(&in, "0", "insert");
-            BSON_APPEND_UTF8(&in, "1", "update");
-            BSON_APPEND_UTF8(&in, "2", "replace");
-            if (withDelete) BSON_APPEND_UTF8(&in, "3", "delete");
-            bson_append_array_end(&ops, &in);
-            bson_append_document_end(&cl, &ops);
-            bson_append_document_end(&orArr, &cl);
-        };
-        for (const auto& p : ctx_.cfg.collections) clause(p.ns, true);
-        // Tombstone deletes are the feeder's own removals (or promotion guards).
-        clause(ctx_.tiers.meta.tombstonesNs(), false);
-        bson_append_array_end(&match, &orArr);
-        bson_append_document_end(&stage, &match);
-        bson_append_document_end(&pipeline, &stage);
+        // Every event of the fast tier, not only the tiered collections': any
+        // write then ends the getMore's wait at once, so the applied time
+        // passes the fast tier's current time promptly, which archive reads
+        // wait for (read-your-writes). The classifier picks what to apply.
         // Keep events small: the feeder re-reads documents; it needs no images.
-        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "2", &stage);
+        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "1", &stage);
         BSON_APPEND_DOCUMENT_BEGIN(&stage, "$project", &project);
         for (const char* f : {"operationType", "ns", "documentKey", "clusterTime", "wallTime",
                               "fullDocument.promote"})
@@ -238,9 +213,11 @@ class Feeder {
         int64_t lag = n > 0 && touched.lastWallMs > 0
                           ? std::max<int64_t>(0, nowMillis() - touched.lastWallMs)
                           : 0;
-        bool due =
-            n > 0 || (tokenTime > lastSaveOpTime_ && Clock::now() - lastSaveAt_ >= kIdleSaveEvery);
-        if (due) {
+        // Saved whenever it advanced: proxies that are not leading read the
+        // applied time from here before an archive read (read-your-writes
+        // across proxies). The save goes to the archive, so it adds no fast-tier
+        // event and never wakes the stream again.
+        if (n > 0 || applied > lastSavedApplied_) {
             step_ = "save token";
             if (!ctx_.leading(gen_)) co_return lostLease();
             bson::Doc f;
@@ -252,11 +229,10 @@ class Feeder {
             BSON_APPEND_INT64(f.mut(), "lagOps", 0);
             BSON_APPEND_INT64(f.mut(), "events", s.feederEvents.load());
             BSON_APPEND_INT64(f.mut(), "applies", s.feederApplies.load());
-            OpTime saved = 0;
-            Status st = co_await saveStateDoc(ctx_.tiers, "feeder", f.get(), &saved);
+            Status st =
+                co_await saveStateDoc(ctx_.tiers.archive, ctx_.tiers.meta, "feeder", f.get());
             if (!st.isOK()) co_return st;
-            lastSaveOpTime_ = std::max(saved, tokenTime);
-            lastSaveAt_ = Clock::now();
+            lastSavedApplied_ = applied;
         }
         // What the evictor must leave alone for a while (RecentWrites).
         if (ctx_.recentWrites.gen == gen_) {
@@ -487,7 +463,7 @@ class Feeder {
         BSON_APPEND_DATE_TIME(mark.mut(), "rescanStartedAt", nowMillis());
         OpTime t0 = 0;
         // Majority-acknowledged, so every write at or before t0 is visible to the scan.
-        Status st = co_await saveStateDoc(t, "feeder", mark.get(), &t0);
+        Status st = co_await saveStateDoc(t.fast, t.meta, "feederRescan", mark.get(), &t0);
         if (!st.isOK()) co_return st;
         if (t0 == 0)
             co_return Status(ErrorCode::ProtocolError,
@@ -570,8 +546,7 @@ class Feeder {
     int64_t cursorId_ = 0;
     std::string cursorColl_ = "$cmd.aggregate";
     bool endedOnEvent_ = false;
-    OpTime lastSaveOpTime_ = 0;
-    Clock::time_point lastSaveAt_{};
+    OpTime lastSavedApplied_ = 0;
     const char* step_ = "start";
     FailureLog flog_{"feeder", 8210020};
 };

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "common/log.h"
+#include "tiering/worker_context.h"
 #include "tiering/workers.h"
 #include "wire/message.h"
 
@@ -235,7 +236,6 @@ class ClientConnection : public net::FrameHandler {
                                     std::vector<Pinned>* pins);
     asio::awaitable<void> release(std::vector<Pinned>& pins);
     asio::awaitable<Status> awaitFeeder(const std::string& ns, OpTime after);
-    void noteWriteReply(const std::string& ns, const bson_t* reply);
 
     Proxy& p_;
     net::ConnectionInfo info_;
@@ -456,30 +456,48 @@ asio::awaitable<bson::Doc> ClientConnection::forward(Tier& tier, const wire::OpM
 }
 
 asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpTime after) {
+    SharedState& s = p_.state();
     OpTime target = after;
-    if (p_.config().causalReads) target = std::max(target, p_.router().causalTarget(ns));
-    if (target == 0 || p_.state().feederApplied.load() >= target) co_return Status::OK();
+    if (p_.config().causalReads) {
+        // Every write acknowledged before this read, through this proxy or any
+        // other, is at or before the fast tier's time now.
+        bson::Doc ping;
+        BSON_APPEND_INT32(ping.mut(), "ping", 1);
+        BSON_APPEND_UTF8(ping.mut(), "$db", "admin");
+        auto r = co_await p_.fast().runOk(ping.get());
+        if (!r.isOK()) co_return r.getStatus();
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, r.getValue().get(), "operationTime"))
+            co_return Status(ErrorCode::ProtocolError,
+                             "halocline: the fast tier's reply carried no operationTime (is it a "
+                             "replica set?)");
+        OpTime now = toOpTime(it);
+        s.noteFastTime(now);
+        target = std::max(target, now);
+    }
+    if (target == 0 || s.feederApplied.load() >= target) co_return Status::OK();
     auto deadline = std::chrono::steady_clock::now() + p_.config().causalWaitTimeout;
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    while (p_.state().feederApplied.load() < target) {
+    while (s.feederApplied.load() < target) {
+        // The leader's feeder publishes its progress in memory; other proxies
+        // read it from the archive, where the feeder saves it after every batch.
+        if (s.role.load() != static_cast<int>(WorkerRole::Leader) && s.claimFeederRefresh()) {
+            Status st = co_await workers::refreshFeederProgress(p_.tiers(), s);
+            if (!st.isOK()) co_return st;
+            if (s.feederApplied.load() >= target) break;
+        }
         if (std::chrono::steady_clock::now() >= deadline)
             co_return Status(
                 ErrorCode::ExceededTimeLimit,
-                fmt::format("halocline: the archive has not yet received writes to {} that this "
-                            "proxy acknowledged (feeder behind by {} ms); waited {} ms "
-                            "(tiering.causalWaitTimeout)",
-                            ns, p_.state().feederLagMillis.load(),
-                            p_.config().causalWaitTimeout.count()));
+                fmt::format("halocline: a read of {} must go to the archive, which has not yet "
+                            "received every write acknowledged before it (feeder behind by {} "
+                            "ms); waited {} ms (tiering.causalWaitTimeout)",
+                            ns, s.feederLagMillis.load(), p_.config().causalWaitTimeout.count()));
         timer.expires_after(std::chrono::milliseconds(2));
         asio::error_code ec;
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     co_return Status::OK();
-}
-
-void ClientConnection::noteWriteReply(const std::string& ns, const bson_t* reply) {
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, reply, "operationTime")) p_.router().noteWrite(ns, toOpTime(it));
 }
 
 asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, const bson_t* cmd,
@@ -872,7 +890,6 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
     auto r = co_await send(p_.fast(), msg, body.get());
     co_await release(pins);
     if (!r.isOK()) co_return errorDoc(r.getStatus());
-    noteWriteReply(p.ns, r.getValue().get());
     co_return rewriteReply(p_.fast(), r.getValue().get(), p.ns, false);
 }
 
@@ -936,10 +953,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
             }
         }
     }
-    if (last) {
-        p_.router().noteWrite(p.ns, last);
-        p_.state().noteFastTime(last);
-    }
+    if (last) p_.state().noteFastTime(last);
     bson::Doc out;
     BSON_APPEND_INT32(out.mut(), "n",
                       static_cast<int32_t>(n));  // int32, as mongod (libmongoc reads no other)
@@ -978,10 +992,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
     OpTime t = 0;
     bson_iter_t it;
     if (bson_iter_init_find(&it, r.getValue().operationTime.get(), "t")) t = toOpTime(it);
-    if (t) {
-        p_.router().noteWrite(p.ns, t);
-        p_.state().noteFastTime(t);
-    }
+    if (t) p_.state().noteFastTime(t);
     bson::Doc out;
     bson_t leo;
     BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "lastErrorObject", &leo);
@@ -1215,35 +1226,7 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                 auto f = co_await fast_.runOk(ping.get());
                 if (a.isOK() && f.isOK()) {
                     last = co_await ensureSetup(cfg_, tiers_);
-                    if (last.isOK()) {
-                        // Writes acknowledged before this proxy started (by an
-                        // earlier run of it) are at or before the fast tier's
-                        // time now: archive reads wait for the feeder to pass it.
-                        // (A fast tier holding no tiered document and no
-                        // tombstone has nothing for the feeder to carry.)
-                        bool holdsWrites = false;
-                        std::vector<std::string> nss;
-                        for (const auto& c : cfg_.collections) nss.push_back(c.ns);
-                        nss.push_back(tiers_.meta.tombstonesNs());
-                        for (const auto& ns : nss) {
-                            auto [db, coll] = splitNs(ns);
-                            bson::Doc one;
-                            BSON_APPEND_UTF8(one.mut(), "find", coll.c_str());
-                            BSON_APPEND_INT32(one.mut(), "limit", 1);
-                            BSON_APPEND_UTF8(one.mut(), "$db", db.c_str());
-                            auto r = co_await fast_.collect(one.get());
-                            holdsWrites |= !r.isOK() || !r.getValue().empty();
-                        }
-                        auto now = co_await fast_.runOk(ping.get());
-                        bson_iter_t it;
-                        if (holdsWrites && now.isOK() &&
-                            bson_iter_init_find(&it, now.getValue().get(), "operationTime")) {
-                            OpTime t = toOpTime(it);
-                            state_.noteFastTime(t);
-                            for (const auto& c : cfg_.collections) router_.noteWrite(c.ns, t);
-                        }
-                        break;
-                    }
+                    if (last.isOK()) break;
                 } else {
                     last = a.isOK() ? f.getStatus() : a.getStatus();
                 }

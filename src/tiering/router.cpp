@@ -236,16 +236,4 @@ Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
     return d;
 }
 
-void Router::noteWrite(const std::string& ns, OpTime t) {
-    std::lock_guard lk(mu_);
-    auto& cur = lastWrite_[ns];
-    if (t > cur) cur = t;
-}
-
-OpTime Router::causalTarget(const std::string& ns) const {
-    std::lock_guard lk(mu_);
-    auto it = lastWrite_.find(ns);
-    return it == lastWrite_.end() ? 0 : it->second;
-}
-
 }  // namespace halo::tiering

@@ -2,10 +2,8 @@
 // Where a command on a tiered collection may run (docs/CONSISTENCY.md, Reads).
 // Pure decisions over the command document and the shared progress; no I/O.
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "bson/doc.h"
 #include "tiering/config.h"
@@ -56,16 +54,9 @@ class Router {
     Decision routeRead(const CollectionPolicy& p, std::string_view cmdName,
                        const bson_t* cmd) const;
 
-    /// The proxy acknowledged a write to `ns` at fast-tier time `t`.
-    void noteWrite(const std::string& ns, OpTime t);
-    /// The fast-tier time a read of `ns` routed to the archive must wait for.
-    OpTime causalTarget(const std::string& ns) const;
-
   private:
     const ProxyConfig& cfg_;
     SharedState& state_;
-    mutable std::mutex mu_;
-    std::unordered_map<std::string, OpTime> lastWrite_;
 };
 
 }  // namespace halo::tiering

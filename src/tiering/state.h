@@ -1,8 +1,10 @@
 #pragma once
 // What the workers publish and the router reads, in memory. In the proxy that
 // holds the worker lease the workers update it directly; other proxies refresh
-// it from the durable documents in the fast tier's halocline.state.
+// it from the durable documents in halocline.state (the feeder's in the
+// archive, the others in the fast tier).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -59,6 +61,19 @@ struct SharedState {
         while (t > cur && !fastClusterTime.compare_exchange_weak(cur, t)) {
         }
     }
+    /// Whether this caller should re-read the feeder's progress from the
+    /// archive now: at most one reader per kFeederRefreshMicros.
+    bool claimFeederRefresh() {
+        int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+        int64_t last = feederRefreshedAt.load();
+        return now - last >= kFeederRefreshMicros &&
+               feederRefreshedAt.compare_exchange_strong(last, now);
+    }
+    static constexpr int64_t kFeederRefreshMicros = 2000;
+    std::atomic<int64_t> feederRefreshedAt{0};  // steady clock, microseconds
+
     void noteApplied(OpTime t) {
         OpTime cur = feederApplied.load();
         while (t > cur && !feederApplied.compare_exchange_weak(cur, t)) {

@@ -50,7 +50,7 @@ class Warmer {
     asio::awaitable<Status> step() {
         if (!loaded_) {
             step_ = "read state";
-            auto docs = co_await loadStateDocs(ctx_.tiers, stateIds_);
+            auto docs = co_await loadStateDocs(ctx_.tiers.fast, ctx_.tiers.meta, stateIds_);
             if (!docs.isOK()) co_return docs.getStatus();
             auto it = docs.getValue().find(stateId_);
             if (it == docs.getValue().end()) {
@@ -81,7 +81,7 @@ class Warmer {
             co_await ctx_.sleep(ctx_.cfg.warmerInterval);
             if (!ctx_.leading(gen_)) co_return Status::OK();
             step_ = "check state";
-            auto docs = co_await loadStateDocs(ctx_.tiers, stateIds_);
+            auto docs = co_await loadStateDocs(ctx_.tiers.fast, ctx_.tiers.meta, stateIds_);
             if (!docs.isOK()) co_return docs.getStatus();
             if (!docs.getValue().count(stateId_)) {
                 log::info("tiering", 8210043,
@@ -107,7 +107,7 @@ class Warmer {
         BSON_APPEND_DATE_TIME(f.mut(), "pass", pass_);
         BSON_APPEND_BOOL(f.mut(), "done", false);
         BSON_APPEND_INT64(f.mut(), "warmed", 0);
-        Status st = co_await saveStateDoc(ctx_.tiers, stateId_, f.get());
+        Status st = co_await saveStateDoc(ctx_.tiers.fast, ctx_.tiers.meta, stateId_, f.get());
         if (st.isOK())
             log::info("tiering", 8210041, "Warmer starts a pass",
                       fmt::format(R"({{"ns":{}}})", log::quote(p_.ns)));
@@ -260,7 +260,7 @@ class Warmer {
                 bson_append_value(f.mut(), "lowKey", -1, v);
         }
         if (!ctx_.leading(gen_)) co_return Status::OK();
-        Status st = co_await saveStateDoc(t, stateId_, f.get());
+        Status st = co_await saveStateDoc(t.fast, t.meta, stateId_, f.get());
         if (!st.isOK()) co_return st;
         publish();
         if (done_) {

@@ -83,8 +83,8 @@ void appendEpochBump(bson_t* updates, const char* key, const std::string& ns) {
     bson_append_document_end(updates, &stmt);
 }
 
-asio::awaitable<Status> saveStateDoc(Tiers& t, const std::string& id, const bson_t* fields,
-                                     OpTime* opTime) {
+asio::awaitable<Status> saveStateDoc(Tier& tier, const Metadata& meta, const std::string& id,
+                                     const bson_t* fields, OpTime* opTime) {
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "update", Metadata::kState);
     bson_t arr, stmt, q, u;
@@ -100,8 +100,8 @@ asio::awaitable<Status> saveStateDoc(Tiers& t, const std::string& id, const bson
     bson_append_document_end(&arr, &stmt);
     bson_append_array_end(c.mut(), &arr);
     appendMajority(c.mut());
-    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
-    auto r = co_await t.fast.runOk(c.get());
+    BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
+    auto r = co_await tier.runOk(c.get());
     if (!r.isOK()) co_return r.getStatus();
     if (opTime) {
         bson_iter_t it;
@@ -111,8 +111,25 @@ asio::awaitable<Status> saveStateDoc(Tiers& t, const std::string& id, const bson
     co_return Status::OK();
 }
 
+asio::awaitable<Status> refreshFeederProgress(Tiers& t, SharedState& s) {
+    std::vector<std::string> ids{"feeder"};
+    auto r = co_await loadStateDocs(t.archive, t.meta, ids);
+    if (!r.isOK()) co_return r.getStatus();
+    auto it = r.getValue().find("feeder");
+    if (it == r.getValue().end()) co_return Status::OK();
+    const bson_t* d = it->second.get();
+    bson_iter_t ti;
+    if (bson_iter_init_find(&ti, d, "appliedTime"))
+        if (auto applied = timestampValue(&ti)) s.noteApplied(*applied);
+    s.feederLagMillis = intField(d, "lagMillis");
+    s.feederLagOps = intField(d, "lagOps");
+    s.feederEvents = intField(d, "events");
+    s.feederApplies = intField(d, "applies");
+    co_return Status::OK();
+}
+
 asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
-    Tiers& t, const std::vector<std::string>& ids) {
+    Tier& tier, const Metadata& meta, const std::vector<std::string>& ids) {
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", Metadata::kState);
     bson_t f, in, arr;
@@ -124,8 +141,8 @@ asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
     bson_append_array_end(&in, &arr);
     bson_append_document_end(&f, &in);
     bson_append_document_end(c.mut(), &f);
-    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
-    auto r = co_await t.fast.collect(c.get());
+    BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
+    auto r = co_await tier.collect(c.get());
     if (!r.isOK()) co_return r.getStatus();
     std::map<std::string, bson::Doc> out;
     for (auto& d : r.getValue()) {

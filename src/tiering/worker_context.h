@@ -141,13 +141,19 @@ bool sameBytes(const bson_t* a, const bson_t* b);
 /// An `update` statement on halocline.state: {q: {_id: "epoch:<ns>"}, u: {$inc: {n: 1}}, upsert}.
 void appendEpochBump(bson_t* updates, const char* key, const std::string& ns);
 
-/// Upserts halocline.state {_id: id} with {$set: fields} (w: majority). The
-/// reply's operationTime when `opTime` is given.
-asio::awaitable<Status> saveStateDoc(Tiers& t, const std::string& id, const bson_t* fields,
-                                     OpTime* opTime = nullptr);
-/// Reads halocline.state documents by _id.
+/// Upserts <meta>.state {_id: id} with {$set: fields} in `tier` (w: majority).
+/// The reply's operationTime when `opTime` is given. Every state document lives
+/// in the fast tier except the feeder's, which describes the archive and lives
+/// there (CONSISTENCY.md, The feeder).
+asio::awaitable<Status> saveStateDoc(Tier& tier, const Metadata& meta, const std::string& id,
+                                     const bson_t* fields, OpTime* opTime = nullptr);
+/// Reads <meta>.state documents of `tier` by _id.
 asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
-    Tiers& t, const std::vector<std::string>& ids);
+    Tier& tier, const Metadata& meta, const std::vector<std::string>& ids);
+
+/// Reads the feeder's progress from the archive (<meta>.state {_id: "feeder"}):
+/// its applied time, lag and counters, into `s`.
+asio::awaitable<Status> refreshFeederProgress(Tiers& t, SharedState& s);
 
 /// Runs a find/aggregate and calls `fn` with each batch of documents, following
 /// the cursor (the cursor is killed when `fn` fails).

@@ -101,25 +101,17 @@ asio::awaitable<void> releaseLease(WorkerContext& ctx) {
 /// A standby (or a proxy with workers disabled) reads what the leader's
 /// workers published: the feeder's applied time, warm and evict progress.
 asio::awaitable<Status> refreshFromDurable(WorkerContext& ctx) {
-    std::vector<std::string> ids{"feeder"};
+    Status fed = co_await refreshFeederProgress(ctx.tiers, ctx.state);
+    if (!fed.isOK()) co_return fed;
+    std::vector<std::string> ids;
     for (const auto& c : ctx.cfg.collections) {
         ids.push_back(stateId("warm", c.ns));
         ids.push_back(stateId("evict", c.ns));
     }
-    auto r = co_await loadStateDocs(ctx.tiers, ids);
+    auto r = co_await loadStateDocs(ctx.tiers.fast, ctx.tiers.meta, ids);
     if (!r.isOK()) co_return r.getStatus();
     auto& docs = r.getValue();
     SharedState& s = ctx.state;
-    if (auto it = docs.find("feeder"); it != docs.end()) {
-        const bson_t* d = it->second.get();
-        bson_iter_t ti;
-        if (bson_iter_init_find(&ti, d, "appliedTime"))
-            if (auto t = timestampValue(&ti)) s.noteApplied(*t);
-        s.feederLagMillis = intField(d, "lagMillis");
-        s.feederLagOps = intField(d, "lagOps");
-        s.feederEvents = intField(d, "events");
-        s.feederApplies = intField(d, "applies");
-    }
     for (const auto& c : ctx.cfg.collections) {
         CollectionProgress* p = s.progress(c.ns);
         if (!p) continue;

@@ -55,8 +55,10 @@ auto runWriteTxn(Store& store, Fn&& fn) {
                 store.oplog().truncateIfNeeded();
                 return r;
             }
-        } catch (const WriteConflictException&) {
-            if (attempt > 10000) throw;
+        } catch (const DBException& e) {
+            // Also a conflict that reached us as a Status (not only the
+            // exception type): a single-document write never reports it.
+            if (e.code() != ErrorCode::WriteConflict || attempt > 10000) throw;
             std::this_thread::yield();
         }
     }

@@ -158,6 +158,11 @@ Timestamp Oplog::visibleUpTo() const {
     return Timestamp::fromU64(*pending_.begin() - 1);
 }
 
+Timestamp Oplog::lastCommitted() const {
+    std::lock_guard lk(mu_);
+    return lastCommitted_;
+}
+
 Timestamp Oplog::truncatedThrough() const {
     std::lock_guard lk(mu_);
     return truncatedThrough_;

@@ -82,6 +82,10 @@ class Oplog {
 
     /// Every entry at or below this timestamp is durable (or was rolled back).
     Timestamp visibleUpTo() const;
+    /// The newest committed entry (mongod's lastApplied on a primary): every
+    /// acknowledged write is at or before it, even while an older write still
+    /// holds visibleUpTo() back.
+    Timestamp lastCommitted() const;
     /// The newest entry this thread committed since the last reset: a write's
     /// own optime, which its reply reports as operationTime (as mongod does),
     /// even while an older concurrent write keeps visibleUpTo() behind it.

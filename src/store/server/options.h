@@ -6,6 +6,11 @@
 
 namespace halo::store {
 
+/// Command threads when --threads is 0. Commands block on disk reads and log
+/// syncs, so more threads than cores keep the disk busy and let concurrent
+/// commits share a sync (as mongod's thread per connection does).
+constexpr int kDefaultThreads = 8;
+
 struct StoreOptions {
     std::string dbPath = "./data/db";
     std::string bindIp = "127.0.0.1";
@@ -18,7 +23,7 @@ struct StoreOptions {
     std::string replSet;  // empty: standalone
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
-    int threads = 0;  // 0: hardware concurrency
+    int threads = 0;  // 0: kDefaultThreads
 };
 
 }  // namespace halo::store

@@ -71,8 +71,10 @@ Status Store::start() {
     reaperTimer_->expires_after(std::chrono::seconds(1));
     reaperTimer_->async_wait(Reaper{this});
 
-    int n = opts_.threads > 0 ? opts_.threads
-                              : static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    // Commands run to completion on these threads, blocking on disk reads and
+    // on durable commits: the pool is sized for I/O concurrency (queue depth,
+    // commits sharing one log sync), not for the core count.
+    int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
     log::info("network", 23016, "Waiting for connections",
               fmt::format(R"({{"port":{},"ssl":"off"}})", listener_->port()));
@@ -190,8 +192,12 @@ void Store::gossipClusterTime(const bson_t* cmd) {
 void Store::appendClusterTime(bson_t* reply) {
     Timestamp t = oplog_ ? oplog_->visibleUpTo() : clock_.latest();
     // A write reports its own optime (mongod's operationTime), not the
-    // visibility point an older concurrent write may still hold back.
-    if (t < Oplog::lastCommittedOnThisThread()) t = Oplog::lastCommittedOnThisThread();
+    // visibility point an older concurrent write may still hold back; any
+    // other command the newest committed optime (mongod's lastApplied), which
+    // no acknowledged write is after.
+    Timestamp own = Oplog::lastCommittedOnThisThread();
+    if (own.isNull() && oplog_ && t < oplog_->lastCommitted()) t = oplog_->lastCommitted();
+    if (t < own) t = own;
     appendTimestamp(reply, "operationTime", t);
     bson_t ct, sig;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);

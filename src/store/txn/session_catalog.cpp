@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "store/repl/oplog.h"
@@ -198,27 +199,45 @@ std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const Session
     return bson::Doc::copyOf(static_cast<const uint8_t*>(v.data), v.size);
 }
 
-void SessionCatalog::recordStatement(Session& s, const SessionState& st, int64_t txnNumber,
+void SessionCatalog::recordStatement(Session& s, SessionState& st, int64_t txnNumber,
                                      int32_t stmtId, const bson_t* outcome) {
     Cursor c = s.open(kRetryableUri);
     // Records of older transactions on this session can no longer be retried.
-    std::string prefix = rowPrefix(st.key);
-    std::string current = rowKey(st.key, txnNumber, 0);
-    WT_ITEM pk = item(prefix);
-    c->set_key(c.get(), &pk);
-    int exact = 0;
-    int ret = c->search_near(c.get(), &exact);
-    if (ret == 0 && exact < 0) ret = c->next(c.get());
-    while (ret == 0) {
-        WT_ITEM got;
-        c->get_key(c.get(), &got);
-        std::string_view gk(static_cast<const char*>(got.data), got.size);
-        if (gk.substr(0, prefix.size()) != prefix ||
-            gk >= std::string_view(current).substr(0, prefix.size() + 8))
-            break;
-        wtCheck(c->remove(c.get()), "retryable cleanup");
-        ret = c->next(c.get());
+    if (!st.swept) {
+        // Once per session after a start: whatever an earlier run left.
+        std::string prefix = rowPrefix(st.key);
+        std::string current = rowKey(st.key, txnNumber, 0);
+        WT_ITEM pk = item(prefix);
+        c->set_key(c.get(), &pk);
+        int exact = 0;
+        int ret = c->search_near(c.get(), &exact);
+        if (ret == 0 && exact < 0) ret = c->next(c.get());
+        while (ret == 0) {
+            WT_ITEM got;
+            c->get_key(c.get(), &got);
+            std::string_view gk(static_cast<const char*>(got.data), got.size);
+            if (gk.substr(0, prefix.size()) != prefix ||
+                gk >= std::string_view(current).substr(0, prefix.size() + 8))
+                break;
+            wtCheck(c->remove(c.get()), "retryable cleanup");
+            ret = c->next(c.get());
+        }
+        c->reset(c.get());
+    } else if (st.recordedTxn >= 0 && st.recordedTxn < txnNumber) {
+        for (int32_t i = 0; i <= st.recordedMaxStmt; ++i) {
+            std::string old = rowKey(st.key, st.recordedTxn, i);
+            WT_ITEM ok = item(old);
+            c->set_key(c.get(), &ok);
+            int ret = c->remove(c.get());
+            if (ret != WT_NOTFOUND) wtCheck(ret, "retryable cleanup");
+        }
     }
+    // Noted before the commit: a rolled-back attempt is retried with the same
+    // txnNumber, and removing an absent key is harmless.
+    st.swept = true;
+    if (st.recordedTxn != txnNumber) st.recordedMaxStmt = -1;
+    st.recordedTxn = txnNumber;
+    st.recordedMaxStmt = std::max(st.recordedMaxStmt, stmtId);
     std::string key = rowKey(st.key, txnNumber, stmtId);
     WT_ITEM k = item(key);
     WT_ITEM v{};

@@ -40,6 +40,13 @@ struct SessionState {
     std::vector<OplogEntry> txnOps;      // buffered until commit
     std::chrono::steady_clock::time_point lastUse;
     std::chrono::steady_clock::time_point txnStart;
+    // The retryable-write records this session wrote since the store started:
+    // their txnNumber and highest stmtId. The next txnNumber removes them by
+    // key; scanning for them would walk every record removed before (WiredTiger
+    // keeps removed keys until the page is reconciled), which grows per write.
+    int64_t recordedTxn = -1;
+    int32_t recordedMaxStmt = -1;
+    bool swept = false;  // records older than the store's start are removed
 };
 
 /// What a command runs under: nothing, a retryable write, or a transaction.
@@ -67,7 +74,7 @@ class SessionCatalog {
     /// The recorded outcome of (lsid, txnNumber, stmtId), if it executed.
     std::optional<bson::Doc> findStatement(Session& s, const SessionState& st, int64_t txnNumber,
                                            int32_t stmtId);
-    void recordStatement(Session& s, const SessionState& st, int64_t txnNumber, int32_t stmtId,
+    void recordStatement(Session& s, SessionState& st, int64_t txnNumber, int32_t stmtId,
                          const bson_t* outcome);
     /// Validates and registers txnNumber for a retryable write: TransactionTooOld (225) when older.
     void checkTxnNumber(SessionState& st, int64_t txnNumber);

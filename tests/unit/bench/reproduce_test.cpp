@@ -59,7 +59,7 @@ TEST(ReproduceTest, DefaultsDependOnTheMode) {
     ReproduceOptions full = resolveDefaults({});
     EXPECT_EQ(full.recordCount, 10'000'000);
     EXPECT_EQ(full.archiveCacheGB, 0.25);
-    EXPECT_EQ(full.archiveMemoryMB, 256 + 512);
+    EXPECT_EQ(full.archiveMemoryMB, 256 + kArchiveStoreOverheadMB);
     ReproduceOptions q;
     q.quick = true;
     q.seconds = 7;

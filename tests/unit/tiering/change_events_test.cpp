@@ -105,6 +105,20 @@ TEST_F(ClassifierTest, ATombstoneWriteTouchesTheDocumentItNames) {
     EXPECT_EQ(t.byNs.count("app.other"), 0u);
 }
 
+TEST_F(ClassifierTest, RemovingATombstoneOrOtherEventsTouchNothing) {
+    // The feeder sees every event of the fast tier: its own tombstone cleanup,
+    // pins, state documents, and non-CRUD events of tiered collections.
+    std::vector<bson::Doc> b;
+    b.push_back(event("delete", "halocline.tombstones", tomb("app.orders", "7"), 100));
+    b.push_back(event("insert", "halocline.pins", R"("p1")", 101, R"({})"));
+    b.push_back(event("update", "halocline.state", R"("lease")", 102));
+    b.push_back(event("drop", "app.orders", "1", 103));
+    TouchedIds t = c.classify(b);
+    EXPECT_EQ(t.events, 4);
+    EXPECT_TRUE(t.byNs.empty());
+    EXPECT_EQ(t.lastTime, ot(103, 1));
+}
+
 TEST_F(ClassifierTest, SkipsTheInsertOfAPromotion) {
     std::vector<bson::Doc> b;
     // One promotion transaction: guard insert, document insert (same cluster time).

@@ -139,16 +139,5 @@ TEST(Router, RoutesToFastOnlyAboveWhatTheFastTierProvablyHolds) {
         Route::Archive);
 }
 
-TEST(Router, CausalTargetIsTheLastAcknowledgedWrite) {
-    ProxyConfig cfg;
-    cfg.collections.push_back(datePolicy());
-    SharedState state(cfg);
-    Router r(cfg, state);
-    EXPECT_EQ(r.causalTarget("shop.orders"), 0u);
-    r.noteWrite("shop.orders", 50);
-    r.noteWrite("shop.orders", 40);
-    EXPECT_EQ(r.causalTarget("shop.orders"), 50u);
-}
-
 }  // namespace
 }  // namespace halo::tiering

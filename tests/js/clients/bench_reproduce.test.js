@@ -1,7 +1,4 @@
 'use strict';
-// Not in run-all.sh yet: under ASan on a busy 2-core machine a store dropped its client
-// connections mid-run once (2026-12-02, cause not found). Run it by hand:
-//   node --test clients/bench_reproduce.smoke.js
 // `halocline bench reproduce --quick` end to end: the CI smoke test of the whole
 // benchmark path. Figures are printed, never asserted; what is asserted is that every
 // scenario ran, nothing failed, the archive's confinement was either applied or
