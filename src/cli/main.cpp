@@ -20,6 +20,26 @@ void onSignal(int) {
     if (g_store) g_store->requestShutdown();
 }
 
+/// One mongod server parameter (--setParameter name=value, YAML setParameter).
+/// Empty when applied, else the error.
+std::string setParameter(halo::store::StoreOptions& o, const std::string& name,
+                         const std::string& value) {
+    if (name == "ttlMonitorSleepSecs") {
+        try {
+            size_t used = 0;
+            int v = std::stoi(value, &used);
+            if (used == value.size() && v >= 1) {
+                o.ttlMonitorSleepSecs = v;
+                return "";
+            }
+        } catch (const std::exception&) {
+        }
+        return "setParameter ttlMonitorSleepSecs: expected a whole number of seconds >= 1, got '" +
+               value + "'";
+    }
+    return "Unknown --setParameter '" + name + "' (this store knows ttlMonitorSleepSecs)";
+}
+
 /// Applies a mongod-style YAML config (storage.dbPath, net.port, net.bindIp,
 /// storage.wiredTiger.engineConfig.cacheSizeGB, ...). Flags given on the command
 /// line win over the file.
@@ -55,6 +75,16 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
         if (auto repl = root["replication"]) {
             set("--replSet", o.replSet, repl["replSetName"]);
             set("--oplogSize", o.oplogSizeMB, repl["oplogSizeMB"]);
+        }
+        if (auto sp = root["setParameter"]) {
+            for (auto it = sp.begin(); it != sp.end(); ++it) {
+                std::string name = it->first.as<std::string>();
+                std::string e = setParameter(o, name, it->second.as<std::string>());
+                if (!e.empty()) {
+                    *err = e;
+                    return false;
+                }
+            }
         }
         for (auto it = root.begin(); it != root.end(); ++it) {
             std::string k = it->first.as<std::string>();
@@ -127,6 +157,10 @@ int main(int argc, char** argv) {
                      "Command threads (0: 8; commands block on disk reads and log syncs)")
         ->capture_default_str();
 
+    std::vector<std::string> parameters;
+    store->add_option("--setParameter", parameters,
+                      "Server parameter NAME=VALUE (ttlMonitorSleepSecs: TTL monitor period)");
+
     // halocline bench load|run|ramp|report|reproduce (src/bench/).
     auto bench = halo::bench::BenchCommand::add(app);
 
@@ -145,6 +179,16 @@ int main(int argc, char** argv) {
             if (!applyConfig(config, so, *store, &err)) {
                 std::fprintf(stderr, "Error reading config file %s: %s\n", config.c_str(),
                              err.c_str());
+                return 2;
+            }
+        }
+        for (const auto& p : parameters) {
+            auto eq = p.find('=');
+            std::string err = eq == std::string::npos
+                                  ? "--setParameter expects NAME=VALUE, got '" + p + "'"
+                                  : setParameter(so, p.substr(0, eq), p.substr(eq + 1));
+            if (!err.empty()) {
+                std::fprintf(stderr, "%s\n", err.c_str());
                 return 2;
             }
         }

@@ -11,6 +11,8 @@ using namespace workers;
 
 namespace {
 
+constexpr int32_t kRetryRecordSeconds = 30 * 60;
+
 /// create {name} in `db` (NamespaceExists is fine), with optional options.
 asio::awaitable<Status> createCollection(Tier& tier, const std::string& db, const std::string& coll,
                                          const bson_t* collation) {
@@ -169,6 +171,26 @@ asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& t) {
          {Metadata::kTombstones, Metadata::kState, Metadata::kPins, Metadata::kRetries}) {
         Status st = co_await createCollection(t.fast, t.meta.db, coll, nullptr);
         if (!st.isOK()) co_return st;
+    }
+    {
+        // A retried delete answers from its record only while its session can
+        // still retry: mongod forgets idle sessions after 30 minutes.
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "createIndexes", Metadata::kRetries);
+        bson_t arr, spec, key;
+        BSON_APPEND_ARRAY_BEGIN(c.mut(), "indexes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &spec);
+        BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
+        BSON_APPEND_INT32(&key, "at", 1);
+        bson_append_document_end(&spec, &key);
+        BSON_APPEND_UTF8(&spec, "name", "halocline_retries_ttl");
+        BSON_APPEND_INT32(&spec, "expireAfterSeconds", kRetryRecordSeconds);
+        bson_append_document_end(&arr, &spec);
+        bson_append_array_end(c.mut(), &arr);
+        appendMajority(c.mut());
+        BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+        auto r = co_await t.fast.runOk(c.get());
+        if (!r.isOK()) co_return r.getStatus();
     }
     for (const auto& p : cfg.collections) {
         Status st = co_await setupCollection(p, t);

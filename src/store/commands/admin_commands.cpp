@@ -291,6 +291,11 @@ HALO_REGISTER_COMMAND(CommandSpec{
         BSON_APPEND_INT64(&open, "total", static_cast<int64_t>(st.cursors().open()));
         bson_append_document_end(&cursor, &open);
         bson_append_document_end(&metrics, &cursor);
+        bson_t ttl;
+        BSON_APPEND_DOCUMENT_BEGIN(&metrics, "ttl", &ttl);
+        BSON_APPEND_INT64(&ttl, "deletedDocuments", st.counters().ttlDeleted.load());
+        BSON_APPEND_INT64(&ttl, "passes", st.counters().ttlPasses.load());
+        bson_append_document_end(&metrics, &ttl);
         bson_append_document_end(r, &metrics);
     }});
 

@@ -985,5 +985,82 @@ void runDistinct(OperationContext& op, bson_t* reply) {
 
 HALO_REGISTER_COMMAND(CommandSpec{{"distinct"}, runDistinct});
 
+/// The date field and lifetime of a TTL index: a single-field index (not on
+/// _id) whose spec has a numeric expireAfterSeconds.
+std::optional<std::pair<std::string, int64_t>> ttlOf(const IndexEntry& idx) {
+    bson_iter_t it;
+    if (idx.isIdIndex() || bson_count_keys(idx.keyPattern.get()) != 1 ||
+        !bson::find(idx.spec.get(), "expireAfterSeconds", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
+        return std::nullopt;
+    bson_iter_t key;
+    bson_iter_init(&key, idx.keyPattern.get());
+    bson_iter_next(&key);
+    if (!BSON_ITER_HOLDS_NUMBER(&key)) return std::nullopt;  // hashed, text, 2dsphere
+    return std::make_pair(std::string(bson_iter_key(&key)), bson_iter_as_int64(&it));
+}
+
 }  // namespace
+
+int64_t removeExpired(Store& store, int64_t nowMs) {
+    constexpr int64_t kBatch = 500;
+    int64_t removed = 0;
+    Catalog& catalog = store.catalog();
+    for (const auto& db : catalog.listDatabases()) {
+        for (const auto& coll : catalog.listCollections(db)) {
+            bson_iter_t capped;
+            if (bson::find(coll->options.get(), "capped", &capped) &&
+                bson::isTruthy(*bson_iter_value(&capped)))
+                continue;  // as mongod: TTL indexes do not expire capped collections
+            for (const auto& idx : coll->indexes) {
+                auto ttl = ttlOf(*idx);
+                if (!ttl) continue;
+                // A date (or an array holding one) older than the lifetime;
+                // other types never expire.
+                bson::Doc q;
+                bson_t cond;
+                BSON_APPEND_DOCUMENT_BEGIN(q.mut(), ttl->first.c_str(), &cond);
+                BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
+                bson_append_document_end(q.mut(), &cond);
+                auto matcher = std::shared_ptr<const query::Matcher>(
+                    uassertStatusOK(query::Matcher::parse(q.get())));
+                // In batches, each its own transaction, so a large backlog
+                // never makes one huge transaction.
+                for (;;) {
+                    std::vector<bson::Doc> ids;
+                    {
+                        CollectionLock lk(catalog);
+                        auto now = catalog.lookup(coll->ns);
+                        if (!now || now->uri != coll->uri) break;
+                        ReadScope rs(store);
+                        ScanStage scan(now, planQuery(*now, q.get(), nullptr, nullptr), matcher);
+                        int64_t rid;
+                        while (static_cast<int64_t>(ids.size()) < kBatch) {
+                            auto d = scan.next(rs.session(), &rid);
+                            if (!d) break;
+                            bson_iter_t idIt;
+                            if (!bson::find(d->get(), "_id", &idIt)) continue;
+                            bson::Doc id;
+                            bson::appendIter(id.mut(), "_id", idIt);
+                            ids.push_back(std::move(id));
+                        }
+                        rs.done();
+                    }
+                    for (const auto& id : ids) {
+                        // The _id and the expiry again: a concurrent update wins.
+                        bson::Doc one = id.copy();
+                        BSON_APPEND_DOCUMENT_BEGIN(one.mut(), ttl->first.c_str(), &cond);
+                        BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
+                        bson_append_document_end(one.mut(), &cond);
+                        CollectionLock lk(catalog);
+                        removed += deleteDocs(store, coll->ns, one.get(), true, nullptr, nullptr,
+                                              nullptr, -1);
+                    }
+                    if (static_cast<int64_t>(ids.size()) < kBatch) break;
+                }
+            }
+        }
+    }
+    return removed;
+}
+
 }  // namespace halo::store

@@ -64,6 +64,12 @@ auto runWriteTxn(Store& store, Fn&& fn) {
     }
 }
 
+/// The TTL monitor's pass: removes every document whose TTL-indexed date (or
+/// the earliest date of an array) is older than the index's expireAfterSeconds,
+/// one delete per document, each replicated as an ordinary delete (as mongod's
+/// TTL monitor does). Returns how many it removed.
+int64_t removeExpired(Store& store, int64_t nowMillis);
+
 /// Retryable writes: the recorded outcome of statement `stmtId` of the current
 /// (lsid, txnNumber), when it already executed; nullopt otherwise.
 std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId);

@@ -23,7 +23,8 @@ struct StoreOptions {
     std::string replSet;  // empty: standalone
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
-    int threads = 0;  // 0: kDefaultThreads
+    int threads = 0;               // 0: kDefaultThreads
+    int ttlMonitorSleepSecs = 60;  // setParameter ttlMonitorSleepSecs, as mongod
 };
 
 }  // namespace halo::store

@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "store/commands/command.h"
+#include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
 #include "store/server/service.h"
@@ -71,6 +72,33 @@ Status Store::start() {
     reaperTimer_->expires_after(std::chrono::seconds(1));
     reaperTimer_->async_wait(Reaper{this});
 
+    // The TTL monitor, every ttlMonitorSleepSecs (mongod's default 60 s).
+    ttlTimer_ = std::make_unique<asio::steady_timer>(io_);
+    struct TtlMonitor {
+        Store* self;
+        void operator()(asio::error_code ec) const {
+            if (ec || self->stopping_) return;
+            try {
+                int64_t n =
+                    removeExpired(*self, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+                self->counters_.ttlDeleted += n;
+                if (n > 0)
+                    log::info("index", 5479200, "Deleted expired documents using index",
+                              fmt::format(R"({{"numDeleted":{}}})", n));
+            } catch (const DBException& e) {
+                log::warning("index", 22537, "Error processing TTL index",
+                             fmt::format(R"({{"error":{}}})", log::quote(e.what())));
+            }
+            self->counters_.ttlPasses++;
+            self->ttlTimer_->expires_after(std::chrono::seconds(self->opts_.ttlMonitorSleepSecs));
+            self->ttlTimer_->async_wait(*this);
+        }
+    };
+    ttlTimer_->expires_after(std::chrono::seconds(opts_.ttlMonitorSleepSecs));
+    ttlTimer_->async_wait(TtlMonitor{this});
+
     // Commands run to completion on these threads, blocking on disk reads and
     // on durable commits: the pool is sized for I/O concurrency (queue depth,
     // commits sharing one log sync), not for the core count.
@@ -88,11 +116,15 @@ void Store::stop() {
     if (reaperTimer_) {
         asio::post(io_, [this] { reaperTimer_->cancel(); });
     }
+    if (ttlTimer_) {
+        asio::post(io_, [this] { ttlTimer_->cancel(); });
+    }
     io_.stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
     listener_.reset();
     reaperTimer_.reset();
+    ttlTimer_.reset();
     cursors_.reset();
     sessions_.reset();
     oplog_.reset();

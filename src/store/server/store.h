@@ -40,6 +40,7 @@ struct ClientState {
 
 struct Counters {
     std::atomic<int64_t> insert{0}, query{0}, update{0}, del{0}, getmore{0}, command{0};
+    std::atomic<int64_t> ttlPasses{0}, ttlDeleted{0};  // serverStatus metrics.ttl
 };
 
 class Store {
@@ -99,6 +100,7 @@ class Store {
     std::unique_ptr<net::Listener> listener_;
     std::vector<std::thread> threads_;
     std::unique_ptr<asio::steady_timer> reaperTimer_;
+    std::unique_ptr<asio::steady_timer> ttlTimer_;
     Counters counters_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> stopping_{false};

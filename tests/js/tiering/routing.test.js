@@ -325,6 +325,14 @@ describe('untiered collections pass through to the archive', () => {
   });
 });
 
+test('set-up: the records of retried deletes expire with a TTL index, after 30 minutes', async () => {
+  const fast = await t.directClient('fast');
+  const idx = (await fast.db('halocline').collection('retries').indexes()).find((i) => i.name === 'halocline_retries_ttl');
+  assert.ok(idx, 'halocline.retries has its TTL index');
+  assert.deepEqual(idx.key, { at: 1 });
+  assert.equal(idx.expireAfterSeconds, 1800);
+});
+
 test('hello through the proxy answers like mongos', async () => {
   const hello = await client.db('admin').command({ hello: 1 });
   assert.equal(hello.msg, 'isdbgrid', show(hello));
