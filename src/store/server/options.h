@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "net/tls_options.h"
+
 namespace halo::store {
 
 struct StoreOptions {
@@ -18,7 +20,8 @@ struct StoreOptions {
     std::string replSet;  // empty: standalone
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
-    int threads = 0;  // 0: hardware concurrency
+    int threads = 0;            // 0: hardware concurrency
+    net::TlsServerOptions tls;  // net.tls.* / --tls*
 };
 
 }  // namespace halo::store
