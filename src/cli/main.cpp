@@ -65,6 +65,23 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
         if (auto net = root["net"]) {
             set("--port", o.port, net["port"]);
             set("--bind_ip", o.bindIp, net["bindIp"]);
+            if (auto tls = net["tls"]) {
+                if (tls["mode"] && app.count("--tlsMode") == 0) {
+                    auto mode = halo::net::parseTlsMode(tls["mode"].as<std::string>());
+                    if (!mode) {
+                        *err = "net.tls.mode: must be disabled, allowTLS, preferTLS or requireTLS";
+                        return false;
+                    }
+                    o.tls.mode = *mode;
+                }
+                set("--tlsCertificateKeyFile", o.tls.certificateKeyFile, tls["certificateKeyFile"]);
+                set("--tlsCertificateKeyFilePassword", o.tls.certificateKeyFilePassword,
+                    tls["certificateKeyFilePassword"]);
+                set("--tlsCAFile", o.tls.caFile, tls["CAFile"]);
+                set("--tlsAllowConnectionsWithoutCertificates",
+                    o.tls.allowConnectionsWithoutCertificates,
+                    tls["allowConnectionsWithoutCertificates"]);
+            }
         }
         if (auto sl = root["systemLog"]) {
             if (sl["destination"] && sl["destination"].as<std::string>() == "file")
@@ -156,6 +173,25 @@ int main(int argc, char** argv) {
         ->add_option("--threads", so.threads,
                      "Command threads (0: 8; commands block on disk reads and log syncs)")
         ->capture_default_str();
+    std::string tlsMode = "disabled";
+    store
+        ->add_option("--tlsMode", tlsMode,
+                     "TLS for client connections: disabled, allowTLS, preferTLS (both accept "
+                     "TLS and plain clients) or requireTLS")
+        ->check(CLI::IsMember({"disabled", "allowTLS", "preferTLS", "requireTLS"}))
+        ->capture_default_str();
+    store->add_option("--tlsCertificateKeyFile", so.tls.certificateKeyFile,
+                      "PEM file with the server certificate and its private key");
+    store->add_option("--tlsCertificateKeyFilePassword", so.tls.certificateKeyFilePassword,
+                      "Password of an encrypted key in --tlsCertificateKeyFile");
+    store->add_option("--tlsCAFile", so.tls.caFile,
+                      "PEM file of the CA(s) that client certificates must come from; clients "
+                      "must present one unless --tlsAllowConnectionsWithoutCertificates");
+    store->add_flag("--tlsAllowConnectionsWithoutCertificates",
+                    so.tls.allowConnectionsWithoutCertificates,
+                    "With --tlsCAFile: verify client certificates when presented, but accept "
+                    "clients without one");
+    so.tls.flagNames = true;
 
     std::vector<std::string> parameters;
     store->add_option("--setParameter", parameters,
@@ -174,6 +210,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return bench->run();
 
     if (store->parsed()) {
+        if (store->count("--tlsMode")) so.tls.mode = *halo::net::parseTlsMode(tlsMode);
         if (!config.empty()) {
             std::string err;
             if (!applyConfig(config, so, *store, &err)) {

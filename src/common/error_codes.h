@@ -165,6 +165,8 @@ namespace halo {
     X(HostNotFound, 7)                               \
     X(AuthenticationFailed, 18)                      \
     X(NetworkTimeout, 89)                            \
+    X(InvalidSSLConfiguration, 140)                  \
+    X(SSLHandshakeFailed, 141)                       \
     X(ShutdownInProgress, 91)                        \
     X(ExceededTimeLimit, 262)                        \
     X(BadValue, 2)                                   \

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "net/tls.h"
 
 namespace halo::net {
 
@@ -13,8 +14,13 @@ constexpr int32_t kMinFrame = 16;
 constexpr int32_t kMaxFrame = 48'000'000;
 }  // namespace
 
-Listener::Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory)
-    : io_(io), bindIp_(std::move(bindIp)), port_(port), factory_(std::move(factory)) {}
+Listener::Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory,
+                   std::shared_ptr<TlsServerContext> tls)
+    : io_(io),
+      bindIp_(std::move(bindIp)),
+      port_(port),
+      factory_(std::move(factory)),
+      tls_(std::move(tls)) {}
 
 Listener::~Listener() {
     stop();
@@ -110,31 +116,40 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
     }
     log::info("network", 22943, "Connection accepted",
               fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
-    std::unique_ptr<FrameHandler> handler = factory_(info);
-    uint8_t header[4];
-    while (true) {
-        co_await asio::async_read(socket, asio::buffer(header, 4),
+    std::unique_ptr<FrameHandler> handler;
+    if (!tls_) {
+        handler = factory_(info);
+        co_await frameLoop(socket, *handler, id, nullptr);
+    } else {
+        // The first four bytes decide: a TLS ClientHello, or a plain message's length.
+        uint8_t first[4];
+        co_await asio::async_read(socket, asio::buffer(first, 4),
                                   asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) break;
-        int32_t len;
-        std::memcpy(&len, header, 4);
-        if (len < kMinFrame || len > kMaxFrame) {
-            log::warning("network", 22988, "Invalid message length; closing connection",
-                         fmt::format(R"({{"connectionId":{},"length":{}}})", id, len));
-            break;
+        if (ec) {
+            // Closed before sending anything.
+        } else if (looksLikeTlsHandshake(first)) {
+            asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
+            co_await stream.async_handshake(asio::ssl::stream_base::server, asio::buffer(first, 4),
+                                            asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) {
+                log::warning("network", 22988, "TLS handshake failed; closing connection",
+                             fmt::format(R"({{"remote":{},"connectionId":{},"error":{}}})",
+                                         log::quote(info.remote), id, log::quote(ec.message())));
+            } else {
+                info.tls = true;
+                handler = factory_(info);
+                co_await frameLoop(stream, *handler, id, nullptr);
+            }
+        } else if (tls_->requireTls()) {
+            log::warning(
+                "network", 22988,
+                "Plain connection refused: net.tls.mode is requireTLS; the client must "
+                "use TLS",
+                fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
+        } else {
+            handler = factory_(info);
+            co_await frameLoop(socket, *handler, id, first);
         }
-        Frame frame(static_cast<size_t>(len));
-        std::memcpy(frame.data(), header, 4);
-        co_await asio::async_read(socket, asio::buffer(frame.data() + 4, frame.size() - 4),
-                                  asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) break;
-        HandlerResult r = co_await handler->onFrame(std::move(frame));
-        if (r.reply) {
-            co_await asio::async_write(socket, asio::buffer(*r.reply),
-                                       asio::redirect_error(asio::use_awaitable, ec));
-            if (ec) break;
-        }
-        if (r.closeConnection) break;
     }
     handler.reset();
     {
@@ -144,6 +159,52 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
     socket.close(ec);
     log::info("network", 22944, "Connection ended",
               fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
+}
+
+template <typename Stream>
+asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler, uint64_t id,
+                                          const uint8_t* firstHeader) {
+    asio::error_code ec;
+    uint8_t header[4];
+    bool haveHeader = firstHeader != nullptr;
+    bool first = true;
+    if (haveHeader) std::memcpy(header, firstHeader, 4);
+    while (true) {
+        if (!haveHeader) {
+            co_await asio::async_read(stream, asio::buffer(header, 4),
+                                      asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) break;
+        }
+        haveHeader = false;
+        if (first && !tls_ && looksLikeTlsHandshake(header)) {
+            // As mongod does: say why a TLS client gets nowhere here.
+            log::warning("network", 23007,
+                         "TLS handshake received but net.tls.mode is disabled; closing "
+                         "connection",
+                         fmt::format(R"({{"connectionId":{}}})", id));
+            break;
+        }
+        first = false;
+        int32_t len;
+        std::memcpy(&len, header, 4);
+        if (len < kMinFrame || len > kMaxFrame) {
+            log::warning("network", 22988, "Invalid message length; closing connection",
+                         fmt::format(R"({{"connectionId":{},"length":{}}})", id, len));
+            break;
+        }
+        Frame frame(static_cast<size_t>(len));
+        std::memcpy(frame.data(), header, 4);
+        co_await asio::async_read(stream, asio::buffer(frame.data() + 4, frame.size() - 4),
+                                  asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+        HandlerResult r = co_await handler.onFrame(std::move(frame));
+        if (r.reply) {
+            co_await asio::async_write(stream, asio::buffer(*r.reply),
+                                       asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) break;
+        }
+        if (r.closeConnection) break;
+    }
 }
 
 }  // namespace halo::net

@@ -3,6 +3,9 @@
 // Moves length-prefixed wire frames; knows no commands. Each connection reads a
 // frame, hands it to its FrameHandler, writes back what the handler returns,
 // in order (one request at a time per connection, as the protocol requires).
+// With a TlsServerContext a connection may run over TLS (src/net/tls.h): the
+// first four bytes tell a ClientHello from a plain message, and the same frame
+// loop then runs over the TLS stream instead of the socket.
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
@@ -24,6 +27,7 @@ struct ConnectionInfo {
     uint64_t id = 0;
     std::string remote;  // "ip:port"
     std::string local;
+    bool tls = false;  // the connection runs over TLS
 };
 
 struct HandlerResult {
@@ -42,12 +46,18 @@ class FrameHandler {
 
 using HandlerFactory = std::function<std::unique_ptr<FrameHandler>(const ConnectionInfo&)>;
 
+class TlsServerContext;
+
 /// Accepts connections on one address. start() binds (port 0 picks a free
 /// port, read it back with port()); stop() closes the acceptor and every open
 /// connection. Thread-safe: the io_context may be run by several threads.
+/// Without `tls` every connection is plain; in allowTLS/preferTLS both TLS and
+/// plain clients are served; in requireTLS a plain connection is logged and
+/// closed.
 class Listener {
   public:
-    Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory);
+    Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory,
+             std::shared_ptr<TlsServerContext> tls = nullptr);
     ~Listener();
     Status start();
     void stop();
@@ -58,11 +68,15 @@ class Listener {
   private:
     asio::awaitable<void> acceptLoop();
     asio::awaitable<void> serve(asio::ip::tcp::socket socket, uint64_t id);
+    template <typename Stream>
+    asio::awaitable<void> frameLoop(Stream& stream, FrameHandler& handler, uint64_t id,
+                                    const uint8_t* firstHeader);
 
     asio::io_context& io_;
     std::string bindIp_;
     uint16_t port_;
     HandlerFactory factory_;
+    std::shared_ptr<TlsServerContext> tls_;
     std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
     std::atomic<uint64_t> nextId_{1};
     mutable std::mutex mu_;

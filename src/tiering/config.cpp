@@ -99,10 +99,33 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
     if (!root.IsMap()) return Status(ErrorCode::BadValue, "the configuration must be a mapping");
     ck.unknownKeys(root, "", {"net", "tiers", "tiering", "workers", "systemLog"});
     if (auto net = root["net"]) {
-        ck.unknownKeys(net, "net", {"bindIp", "port"});
+        ck.unknownKeys(net, "net", {"bindIp", "port", "tls"});
         ck.get(net, "bindIp", "net", &c.bindIp);
         ck.get(net, "port", "net", &c.port);
         if (c.port < 0 || c.port > 65535) ck.fail("net.port", "must be between 0 and 65535");
+        if (auto tls = net["tls"]; tls && tls.IsMap()) {
+            // mongod's names; the files are read (and checked) when the proxy starts.
+            ck.unknownKeys(tls, "net.tls",
+                           {"mode", "certificateKeyFile", "certificateKeyFilePassword", "CAFile",
+                            "allowConnectionsWithoutCertificates"});
+            std::string mode;
+            ck.get(tls, "mode", "net.tls", &mode);
+            if (!mode.empty()) {
+                if (auto m = halo::net::parseTlsMode(mode))
+                    c.tls.mode = *m;
+                else
+                    ck.fail("net.tls.mode", "must be disabled, allowTLS, preferTLS or requireTLS");
+            }
+            ck.get(tls, "certificateKeyFile", "net.tls", &c.tls.certificateKeyFile);
+            ck.get(tls, "certificateKeyFilePassword", "net.tls", &c.tls.certificateKeyFilePassword);
+            ck.get(tls, "CAFile", "net.tls", &c.tls.caFile);
+            ck.get(tls, "allowConnectionsWithoutCertificates", "net.tls",
+                   &c.tls.allowConnectionsWithoutCertificates);
+            if (c.tls.enabled() && c.tls.certificateKeyFile.empty())
+                ck.fail("net.tls.certificateKeyFile", "is required when net.tls.mode is " + mode);
+        } else if (tls) {
+            ck.fail("net.tls", "must be a mapping");
+        }
     }
     auto tiers = root["tiers"];
     if (!tiers) {

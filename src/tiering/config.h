@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "net/tls_options.h"
 
 namespace halo::tiering {
 
@@ -24,6 +25,7 @@ struct ProxyConfig {
     // net
     std::string bindIp = "127.0.0.1";
     int port = 27017;
+    net::TlsServerOptions tls;  // net.tls: TLS for the proxy's clients
     // tiers
     std::string fastUri;
     std::string archiveUri;

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "common/log.h"
+#include "net/tls.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
 #include "wire/message.h"
@@ -1202,6 +1203,9 @@ asio::awaitable<void> Proxy::reapLoop() {
 }
 
 Status Proxy::start(std::chrono::milliseconds tierWait) {
+    // net.tls is checked before anything waits on the tiers: a bad file fails fast.
+    auto tls = net::TlsServerContext::create(cfg_.tls);
+    if (!tls.isOK()) return tls.getStatus();
     for (Tier* t : {&fast_, &archive_}) {
         Status s = t->init();
         if (!s.isOK()) return s;
@@ -1230,6 +1234,9 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                 } else {
                     last = a.isOK() ? f.getStatus() : a.getStatus();
                 }
+                // A tier whose certificate we reject (or that rejects ours) will
+                // not change its mind while we wait: say so now.
+                if (last.code() == ErrorCode::SSLHandshakeFailed) break;
                 if (std::chrono::steady_clock::now() >= deadline) break;
                 timer.expires_after(std::chrono::milliseconds(200));
                 asio::error_code ec;
@@ -1245,7 +1252,8 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
         io_, cfg_.bindIp, static_cast<uint16_t>(cfg_.port),
         [this](const net::ConnectionInfo& info) -> std::unique_ptr<net::FrameHandler> {
             return std::make_unique<ClientConnection>(*this, info);
-        });
+        },
+        tls.getValue());
     s = listener_->start();
     if (!s.isOK()) return s;
     asio::co_spawn(io_, reapLoop(), asio::detached);
@@ -1255,7 +1263,8 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
         workers_->start();
     }
     log::info("network", 23016, "Waiting for connections",
-              fmt::format(R"({{"port":{},"ssl":"off"}})", listener_->port()));
+              fmt::format(R"({{"port":{},"ssl":"{}"}})", listener_->port(),
+                          cfg_.tls.enabled() ? "on" : "off"));
     return Status::OK();
 }
 

@@ -3,7 +3,12 @@
 #include <fmt/format.h>
 #include <mongoc/mongoc.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
+#include <asio/ssl.hpp>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
@@ -14,7 +19,78 @@ namespace halo::tiering {
 struct Tier::Conn {
     explicit Conn(asio::io_context& io) : sock(io) {}
     asio::ip::tcp::socket sock;
+    // TLS over `sock` when the tier's URI asks for it (declared after `sock`,
+    // so destroyed before it).
+    std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls;
 };
+
+namespace {
+
+/// The client side of tls=true in a tier's URI, as drivers read it: trust
+/// tlsCAFile (else the system's CAs), present tlsCertificateKeyFile when given,
+/// and skip checks only when tlsAllowInvalidCertificates, tlsAllowInvalidHostnames
+/// or tlsInsecure say so. Errors name `key` (tiers.<name>.uri).
+StatusWith<std::unique_ptr<asio::ssl::context>> clientTlsContext(const mongoc_uri_t* u,
+                                                                 const std::string& key,
+                                                                 bool* checkHostname) {
+    auto invalid = [&](std::string msg) {
+        return Status(ErrorCode::InvalidSSLConfiguration, fmt::format("{}: {}", key, msg));
+    };
+    auto readable = [&](const char* option, const char* path) {
+        std::FILE* f = std::fopen(path, "rb");
+        if (!f)
+            return invalid(
+                fmt::format("{} cannot read '{}': {}", option, path, std::strerror(errno)));
+        std::fclose(f);
+        return Status::OK();
+    };
+    const bool insecure = mongoc_uri_get_option_as_bool(u, MONGOC_URI_TLSINSECURE, false);
+    const bool anyCertificate =
+        insecure || mongoc_uri_get_option_as_bool(u, MONGOC_URI_TLSALLOWINVALIDCERTIFICATES, false);
+    *checkHostname =
+        !insecure && !mongoc_uri_get_option_as_bool(u, MONGOC_URI_TLSALLOWINVALIDHOSTNAMES, false);
+
+    auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                     asio::ssl::context::no_tlsv1_1);
+    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    const char* pw =
+        mongoc_uri_get_option_as_utf8(u, MONGOC_URI_TLSCERTIFICATEKEYFILEPASSWORD, nullptr);
+    // Always a callback: OpenSSL's default would prompt on the terminal.
+    ctx->set_password_callback(
+        [password = std::string(pw ? pw : "")](std::size_t, asio::ssl::context::password_purpose) {
+            return password;
+        });
+    asio::error_code ec;
+    if (const char* ca = mongoc_uri_get_option_as_utf8(u, MONGOC_URI_TLSCAFILE, nullptr)) {
+        Status s = readable("tlsCAFile", ca);
+        if (!s.isOK()) return s;
+        ctx->load_verify_file(ca, ec);
+        if (ec)
+            return invalid(fmt::format("tlsCAFile '{}' holds no usable PEM certificate: {}", ca,
+                                       ec.message()));
+    } else {
+        ctx->set_default_verify_paths(ec);
+        if (ec) return invalid("cannot load the system's CA certificates: " + ec.message());
+    }
+    if (const char* cert =
+            mongoc_uri_get_option_as_utf8(u, MONGOC_URI_TLSCERTIFICATEKEYFILE, nullptr)) {
+        Status s = readable("tlsCertificateKeyFile", cert);
+        if (!s.isOK()) return s;
+        ctx->use_certificate_chain_file(cert, ec);
+        if (!ec) ctx->use_private_key_file(cert, asio::ssl::context::pem, ec);
+        if (ec || SSL_CTX_check_private_key(ctx->native_handle()) != 1)
+            return invalid(fmt::format(
+                "tlsCertificateKeyFile '{}' must hold a PEM certificate and its private key "
+                "(encrypted keys need tlsCertificateKeyFilePassword): {}",
+                cert, ec ? ec.message() : "the key does not match the certificate"));
+    }
+    ctx->set_verify_mode(anyCertificate ? asio::ssl::verify_none : asio::ssl::verify_peer);
+    return ctx;
+}
+
+}  // namespace
 
 Tier::Tier(asio::io_context& io, std::string name, std::string uri)
     : io_(io), name_(std::move(name)), uri_(std::move(uri)) {}
@@ -33,11 +109,6 @@ Status Tier::init() {
                     fmt::format("tiers.{}.uri: authentication is not supported by this version "
                                 "of the proxy; connect it over a trusted network",
                                 name_));
-    else if (mongoc_uri_get_tls(u))
-        st = Status(ErrorCode::InvalidOptions,
-                    fmt::format("tiers.{}.uri: TLS to the tiers is not supported by this "
-                                "version of the proxy",
-                                name_));
     if (st.isOK()) {
         for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(u); h; h = h->next)
             seeds_.emplace_back(h->host, h->port);
@@ -46,6 +117,13 @@ Status Tier::init() {
             st = Status(
                 ErrorCode::FailedToParse,
                 fmt::format("tiers.{}.uri: no hosts (SRV records are not supported)", name_));
+    }
+    if (st.isOK() && mongoc_uri_get_tls(u)) {
+        auto ctx = clientTlsContext(u, fmt::format("tiers.{}.uri", name_), &tlsCheckHostname_);
+        if (ctx.isOK())
+            tls_ = std::move(ctx.getValue());
+        else
+            st = ctx.getStatus();
     }
     mongoc_uri_destroy(u);
     return st;
@@ -114,6 +192,38 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std
             fmt::format("{} tier: cannot connect to {}:{}: {}", name_, host, port, ec.message()));
     c->sock.set_option(asio::ip::tcp::no_delay(true), ec);
     c->sock.set_option(asio::socket_base::keep_alive(true), ec);
+    if (tls_) {
+        c->tls = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(c->sock, *tls_);
+        SSL* ssl = c->tls->native_handle();
+        asio::error_code notIp;
+        (void)asio::ip::make_address(host, notIp);
+        if (notIp) SSL_set_tlsext_host_name(ssl, host.c_str());  // SNI: names only
+        if (tlsCheckHostname_) {
+            // Checked by OpenSSL during the handshake, against subjectAltName.
+            X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+            if (notIp) {
+                X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+                X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
+            } else {
+                X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
+            }
+        }
+        co_await c->tls->async_handshake(asio::ssl::stream_base::client,
+                                         asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            // A certificate either side rejects fails the same way every time
+            // (SSLHandshakeFailed); a dropped connection may be transient.
+            long verify = SSL_get_verify_result(ssl);
+            bool rejected = verify != X509_V_OK || ec.category() == asio::error::get_ssl_category();
+            std::string why = verify != X509_V_OK
+                                  ? fmt::format("certificate verify failed: {}",
+                                                X509_verify_cert_error_string(verify))
+                                  : ec.message();
+            co_return Status(rejected ? ErrorCode::SSLHandshakeFailed : ErrorCode::HostUnreachable,
+                             fmt::format("tiers.{}.uri: TLS handshake with {}:{} failed: {}", name_,
+                                         host, port, why));
+        }
+    }
     co_return std::move(c);
 }
 
@@ -229,40 +339,58 @@ void Tier::release(std::unique_ptr<Conn> c) {
     if (idle_.size() < 256) idle_.push_back(std::move(c));
 }
 
-asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
-    int32_t rid = nextRequestId_++;
-    std::memcpy(request.data() + 4, &rid, 4);
+namespace {
+
+/// Writes `request` and reads the reply to request id `rid`, over a socket or a TLS stream.
+/// A failed read or write. An error from OpenSSL itself (an alert: the tier
+/// refused our certificate, say) will recur on every connection, so it is
+/// SSLHandshakeFailed naming the URI; anything else may be transient.
+Status connectionLost(const asio::error_code& ec, const std::string& name) {
+    if (ec.category() == asio::error::get_ssl_category())
+        return Status(ErrorCode::SSLHandshakeFailed,
+                      fmt::format("tiers.{}.uri: TLS connection to the {} tier failed: {}", name,
+                                  name, ec.message()));
+    return Status(ErrorCode::HostUnreachable,
+                  fmt::format("{} tier: connection lost: {}", name, ec.message()));
+}
+
+template <typename Stream>
+asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, const Frame& request, int32_t rid,
+                                                const std::string& name) {
     asio::error_code ec;
-    co_await asio::async_write(c.sock, asio::buffer(request),
+    co_await asio::async_write(stream, asio::buffer(request),
                                asio::redirect_error(asio::use_awaitable, ec));
-    if (ec)
-        co_return Status(ErrorCode::HostUnreachable,
-                         fmt::format("{} tier: connection lost: {}", name_, ec.message()));
+    if (ec) co_return connectionLost(ec, name);
     uint8_t header[4];
-    co_await asio::async_read(c.sock, asio::buffer(header, 4),
+    co_await asio::async_read(stream, asio::buffer(header, 4),
                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec)
-        co_return Status(ErrorCode::HostUnreachable,
-                         fmt::format("{} tier: connection lost: {}", name_, ec.message()));
+    if (ec) co_return connectionLost(ec, name);
     int32_t len;
     std::memcpy(&len, header, 4);
     if (len < wire::kHeaderSize || len > wire::kMaxMessageSizeBytes)
         co_return Status(ErrorCode::ProtocolError,
-                         fmt::format("{} tier: invalid reply length {}", name_, len));
+                         fmt::format("{} tier: invalid reply length {}", name, len));
     Frame reply(static_cast<size_t>(len));
     std::memcpy(reply.data(), header, 4);
-    co_await asio::async_read(c.sock, asio::buffer(reply.data() + 4, reply.size() - 4),
+    co_await asio::async_read(stream, asio::buffer(reply.data() + 4, reply.size() - 4),
                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec)
-        co_return Status(ErrorCode::HostUnreachable,
-                         fmt::format("{} tier: connection lost: {}", name_, ec.message()));
+    if (ec) co_return connectionLost(ec, name);
     int32_t responseTo;
     std::memcpy(&responseTo, reply.data() + 8, 4);
     if (responseTo != rid)
         co_return Status(ErrorCode::ProtocolError,
-                         fmt::format("{} tier: reply to request {} while waiting for {}", name_,
+                         fmt::format("{} tier: reply to request {} while waiting for {}", name,
                                      responseTo, rid));
     co_return std::move(reply);
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
+    int32_t rid = nextRequestId_++;
+    std::memcpy(request.data() + 4, &rid, 4);
+    if (c.tls) co_return co_await exchangeOver(*c.tls, request, rid, name_);
+    co_return co_await exchangeOver(c.sock, request, rid, name_);
 }
 
 asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {

@@ -3,6 +3,9 @@
 // protocol on standalone Asio coroutines. It finds the primary from the
 // connection string's hosts with `hello`, keeps a pool of connections to it,
 // and moves raw OP_MSG frames. Only standard MongoDB commands pass through it.
+// With tls=true (or ssl=true) in the URI every connection, primary discovery
+// included, runs over TLS and checks the server's certificate (tlsCAFile or
+// the system store) and host name, as drivers do.
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
@@ -15,6 +18,10 @@
 
 #include "bson/doc.h"
 #include "common/status.h"
+
+namespace asio::ssl {
+class context;
+}
 
 namespace halo::tiering {
 
@@ -39,8 +46,8 @@ class Tier {
     Tier(const Tier&) = delete;
     Tier& operator=(const Tier&) = delete;
 
-    /// Parses the connection string. Refuses options this client cannot honour
-    /// (authentication, TLS) with a message naming them.
+    /// Parses the connection string and loads its TLS files. Refuses options
+    /// this client cannot honour (authentication) with a message naming them.
     Status init();
 
     const std::string& name() const { return name_; }
@@ -78,6 +85,8 @@ class Tier {
     std::string uri_;
     std::vector<std::pair<std::string, uint16_t>> seeds_;
     std::string replicaSet_;
+    std::unique_ptr<asio::ssl::context> tls_;  // set when the URI asks for TLS
+    bool tlsCheckHostname_ = true;
 
     mutable std::mutex mu_;
     std::optional<std::pair<std::string, uint16_t>> primary_;

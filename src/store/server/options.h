@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "net/tls_options.h"
+
 namespace halo::store {
 
 /// Command threads when --threads is 0. Commands block on disk reads and log
@@ -25,6 +27,7 @@ struct StoreOptions {
     int cursorTimeoutMillis = 10 * 60 * 1000;
     int threads = 0;               // 0: kDefaultThreads
     int ttlMonitorSleepSecs = 60;  // setParameter ttlMonitorSleepSecs, as mongod
+    net::TlsServerOptions tls;     // net.tls.* / --tls*
 };
 
 }  // namespace halo::store

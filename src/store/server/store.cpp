@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "net/tls.h"
 #include "store/commands/command.h"
 #include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
@@ -34,6 +35,9 @@ Status Store::start() {
     log::info("control", 4615611, "Halocline store starting",
               fmt::format(R"({{"pid":{},"port":{},"dbPath":{}}})", getpid(), opts_.port,
                           log::quote(opts_.dbPath)));
+    // TLS settings are checked before storage opens: a bad file fails fast.
+    auto tls = net::TlsServerContext::create(opts_.tls);
+    if (!tls.isOK()) return tls.getStatus();
     auto esw = Engine::open(opts_);
     if (!esw.isOK()) return esw.getStatus();
     engine_ = std::move(esw.getValue());
@@ -51,9 +55,11 @@ Status Store::start() {
     if (!s.isOK()) return s;
 
     listener_ = std::make_unique<net::Listener>(
-        io_, opts_.bindIp, opts_.port, [this](const net::ConnectionInfo& info) {
+        io_, opts_.bindIp, opts_.port,
+        [this](const net::ConnectionInfo& info) {
             return std::make_unique<ServiceConnection>(*this, info);
-        });
+        },
+        tls.getValue());
     s = listener_->start();
     if (!s.isOK()) return s;
 
@@ -105,7 +111,8 @@ Status Store::start() {
     int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
     log::info("network", 23016, "Waiting for connections",
-              fmt::format(R"({{"port":{},"ssl":"off"}})", listener_->port()));
+              fmt::format(R"({{"port":{},"ssl":"{}"}})", listener_->port(),
+                          opts_.tls.enabled() ? "on" : "off"));
     return Status::OK();
 }
 

@@ -408,6 +408,15 @@ function explainView(raw) {
  *  workers: true (defaults) | false (disabled) | partial workers block merged into defaults
  *  extra: merged into the generated config object last
  *  startProxy: false to load the tiers directly first, then call t.startProxy()
+ *  tls: {certs (lib/certs.js makeCerts()), tiers = true, proxy = true, tierPem, tierUriParams,
+ *        clientCerts = false}
+ *     tiers: both stores run --tlsMode requireTLS (with tierPem, default certs.serverPem) and
+ *            the proxy's tier URIs carry tls=true&tlsCAFile=certs.caFile, plus tierUriParams
+ *            (e.g. {tlsCAFile: certs.otherCaFile} to make them fail; undefined drops one);
+ *     clientCerts: the stores also require client certificates (--tlsCAFile) and the tier
+ *            URIs carry tlsCertificateKeyFile=certs.clientPem;
+ *     proxy: the proxy's net.tls is requireTLS with certs.serverPem.
+ *     t.client() / t.tierClient() then connect with tls and tlsCAFile.
  * Returns a Tiered handle; always call t.cleanup() (it stops everything, removes the temp
  * dirs, and throws if any process crashed on its own or a sanitizer reported).
  */
@@ -435,8 +444,11 @@ class Tiered {
     bin,
     env,
     readyTimeoutMs,
+    tls,
   } = {}) {
     this.bin = bin || haloclineBinary();
+    this.tls = tls ? { tiers: true, proxy: true, tierUriParams: {}, ...tls } : null;
+    if (this.tls && !this.tls.certs) throw new Error('startTiered: tls needs certs (lib/certs.js makeCerts())');
     if (!this.bin) throw new Error('halocline binary not found: set HALOCLINE_BIN or build build/asan-ubsan or build/debug');
     this.options = { collections, horizon, guard, causalWaitTimeout, metadataDatabase, workers, extra };
     this.horizonMs = durationMs(horizon);
@@ -454,6 +466,11 @@ class Tiered {
 
   async startTiers() {
     const common = { bin: this.bin, env: this.env, readyTimeoutMs: this.readyTimeoutMs };
+    if (this.tls && this.tls.tiers) {
+      const { certs, tierPem } = this.tls;
+      common.extraArgs = ['--tlsMode', 'requireTLS', '--tlsCertificateKeyFile', tierPem || certs.serverPem];
+      if (this.tls.clientCerts) common.extraArgs.push('--tlsCAFile', certs.caFile);
+    }
     const fastPath = path.join(this.dir, 'fast');
     const archivePath = path.join(this.dir, 'archive');
     fs.mkdirSync(fastPath);
@@ -488,16 +505,39 @@ class Tiered {
   /** The tier URIs the proxy is configured with (replica-set URIs, as in production). */
   tierUri(which) {
     const s = which === 'fast' ? this.fast : this.archive;
-    return `mongodb://127.0.0.1:${s.port}/?replicaSet=${which}`;
+    const params = { replicaSet: which };
+    if (this.tls && this.tls.tiers) {
+      Object.assign(params, { tls: 'true', tlsCAFile: this.tls.certs.caFile });
+      if (this.tls.clientCerts) params.tlsCertificateKeyFile = this.tls.certs.clientPem;
+      Object.assign(params, this.tls.tierUriParams);
+    }
+    const query = Object.entries(params)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+      .join('&');
+    return `mongodb://127.0.0.1:${s.port}/?${query}`;
   }
 
   configFor(port) {
+    let extra = this.options.extra;
+    if (this.tls && this.tls.proxy) {
+      extra = deepMerge({ net: { tls: { mode: 'requireTLS', certificateKeyFile: this.tls.certs.serverPem } } }, extra);
+    }
     return buildProxyConfig({
       ...this.options,
+      extra,
       fastUri: this.tierUri('fast'),
       archiveUri: this.tierUri('archive'),
       port,
     });
+  }
+
+  /** Driver options for TLS to the proxy ('proxy') or to a tier ('tiers'), when in use. */
+  clientTls(which) {
+    if (!this.tls || !this.tls[which]) return {};
+    const options = { tls: true, tlsCAFile: this.tls.certs.caFile };
+    if (which === 'tiers' && this.tls.clientCerts) options.tlsCertificateKeyFile = this.tls.certs.clientPem;
+    return options;
   }
 
   async startProxy() {
@@ -556,13 +596,13 @@ class Tiered {
 
   /** A connected MongoClient through the proxy, closed by cleanup(). */
   async client(options = {}, params = {}) {
-    return this.track(new MongoClient(this.uri(params), { ...CLIENT_DEFAULTS, ...options }));
+    return this.track(new MongoClient(this.uri(params), { ...CLIENT_DEFAULTS, ...this.clientTls('proxy'), ...options }));
   }
 
   /** A connected MongoClient straight to one tier (directConnection), closed by cleanup(). */
   async tierClient(which, options = {}) {
     const s = which === 'fast' ? this.fast : this.archive;
-    return this.track(new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...options }));
+    return this.track(new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...this.clientTls('tiers'), ...options }));
   }
 
   async track(client) {

@@ -67,6 +67,36 @@ TEST(ProxyConfig, RefusesInvalidFilesNamingTheKey) {
     expectRefused("tiers: [", "invalid YAML");
 }
 
+TEST(ProxyConfig, ReadsNetTlsAsMongodNamesIt) {
+    std::string yaml = kValid;
+    const std::string net = "net: {bindIp: 127.0.0.1, port: 0}";
+    yaml.replace(yaml.find(net), net.size(),
+                 "net: {port: 0, tls: {mode: preferTLS, certificateKeyFile: /s.pem, "
+                 "CAFile: /ca.pem, allowConnectionsWithoutCertificates: true}}");
+    auto c = parseProxyConfig(yaml);
+    ASSERT_TRUE(c.isOK()) << c.getStatus().reason();
+    const auto& tls = c.getValue().tls;
+    EXPECT_EQ(tls.mode, net::TlsMode::preferTLS);
+    EXPECT_EQ(tls.certificateKeyFile, "/s.pem");
+    EXPECT_EQ(tls.caFile, "/ca.pem");
+    EXPECT_TRUE(tls.allowConnectionsWithoutCertificates);
+    EXPECT_FALSE(tls.flagNames);
+    auto plain = parseProxyConfig(kValid);
+    ASSERT_TRUE(plain.isOK());
+    EXPECT_FALSE(plain.getValue().tls.enabled());
+}
+
+TEST(ProxyConfig, RefusesInvalidNetTls) {
+    std::string tiers = "tiers: {fast: {uri: 'mongodb://h:1'}, archive: {uri: 'mongodb://h:2'}}\n";
+    expectRefused(tiers + "net: {tls: {mode: requireSSL, certificateKeyFile: /s.pem}}",
+                  "net.tls.mode: must be disabled, allowTLS, preferTLS or requireTLS");
+    expectRefused(tiers + "net: {tls: {mode: requireTLS}}",
+                  "net.tls.certificateKeyFile: is required when net.tls.mode is requireTLS");
+    expectRefused(tiers + "net: {tls: {mode: requireTLS, PEMKeyFile: /s.pem}}",
+                  "net.tls.PEMKeyFile: unknown setting");
+    expectRefused(tiers + "net: {tls: on}", "net.tls: must be a mapping");
+}
+
 TEST(ProxyConfig, ParsesDurations) {
     EXPECT_EQ(parseDuration("250ms").getValue(), Millis(250));
     EXPECT_EQ(parseDuration("90").getValue(), Millis(90'000));
