@@ -18,7 +18,8 @@ struct StoreOptions {
     std::string replSet;  // empty: standalone
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
-    int threads = 0;  // 0: hardware concurrency
+    int threads = 0;    // 0: hardware concurrency
+    bool auth = false;  // --auth / security.authorization: enabled
 };
 
 }  // namespace halo::store
