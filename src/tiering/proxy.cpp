@@ -1246,6 +1246,8 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                     }
                 } else {
                     last = a.isOK() ? f.getStatus() : a.getStatus();
+                    // A refused credential does not heal by waiting: fail now.
+                    if (last.code() == ErrorCode::AuthenticationFailed) break;
                 }
                 if (std::chrono::steady_clock::now() >= deadline) break;
                 timer.expires_after(std::chrono::milliseconds(200));

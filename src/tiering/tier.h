@@ -3,6 +3,9 @@
 // protocol on standalone Asio coroutines. It finds the primary from the
 // connection string's hosts with `hello`, keeps a pool of connections to it,
 // and moves raw OP_MSG frames. Only standard MongoDB commands pass through it.
+// With credentials in the URI, every new connection authenticates (SCRAM-SHA-256
+// or SCRAM-SHA-1, negotiated through hello's saslSupportedMechs as drivers do)
+// before any command runs on it.
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
@@ -40,7 +43,7 @@ class Tier {
     Tier& operator=(const Tier&) = delete;
 
     /// Parses the connection string. Refuses options this client cannot honour
-    /// (authentication, TLS) with a message naming them.
+    /// (TLS, mechanisms other than SCRAM) with a message naming them.
     Status init();
 
     const std::string& name() const { return name_; }
@@ -71,6 +74,10 @@ class Tier {
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> connect(const std::string& host,
                                                                uint16_t port);
     asio::awaitable<Status> discoverPrimary();
+    /// Authenticates a freshly connected connection with the URI's credentials
+    /// (no-op without them). `hello` is the reply of a hello sent on it with
+    /// saslSupportedMechs, or null (then the mechanism found at discovery is used).
+    asio::awaitable<Status> authenticate(Conn& c, const bson_t* hello);
     asio::awaitable<StatusWith<Frame>> exchange(Conn& c, Frame& request);
 
     asio::io_context& io_;
@@ -78,6 +85,12 @@ class Tier {
     std::string uri_;
     std::vector<std::pair<std::string, uint16_t>> seeds_;
     std::string replicaSet_;
+    // Credentials from the URI (empty user: none). The password never leaves this object.
+    std::string user_;
+    std::string password_;
+    std::string authSource_;
+    std::string mechanism_;   // as configured: "", "SCRAM-SHA-1" or "SCRAM-SHA-256"
+    std::string negotiated_;  // from saslSupportedMechs at discovery (under mu_)
 
     mutable std::mutex mu_;
     std::optional<std::pair<std::string, uint16_t>> primary_;

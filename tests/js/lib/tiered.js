@@ -28,6 +28,9 @@ const {
 } = require('./server');
 
 const CLIENT_DEFAULTS = { serverSelectionTimeoutMS: 10_000, connectTimeoutMS: 10_000, socketTimeoutMS: 60_000 };
+// Users created on the tier stores by startTiered({auth}).
+const AUTH_ADMIN = { user: 'haloAdmin', pwd: 'admin-pw' };
+const AUTH_PROXY = { user: 'haloProxy', pwd: 'proxy-pw,with=odd:chars@/' };
 const DEFAULT_WAIT_MS = 60_000;
 
 // ---------------------------------------------------------------------------------------
@@ -403,7 +406,13 @@ function explainView(raw) {
 
 /**
  * startTiered({collections, horizon, guard, causalWaitTimeout, workers, extra, bin, env,
- *              startProxy = true, metadataDatabase})
+ *              startProxy = true, metadataDatabase, auth})
+ *  auth: true or {proxyRoles, mechanisms: {fast, archive}, authMechanism, proxyPassword}: both
+ *    stores run with --auth; a root user (AUTH_ADMIN) is created through the localhost
+ *    exception, then the proxy's user (AUTH_PROXY, roles proxyRoles, default
+ *    readWriteAnyDatabase; mechanisms per tier), and the proxy's tier URIs carry that user
+ *    (authSource=admin, authMechanism when given, the password `proxyPassword` when given:
+ *    a wrong one makes the proxy refuse to start). tierClient() logs in as the root user.
  *  collections: ["db.coll" | {namespace, ageField, horizon}] (default ["shop.orders"])
  *  workers: true (defaults) | false (disabled) | partial workers block merged into defaults
  *  extra: merged into the generated config object last
@@ -435,6 +444,7 @@ class Tiered {
     bin,
     env,
     readyTimeoutMs,
+    auth = null,
   } = {}) {
     this.bin = bin || haloclineBinary();
     if (!this.bin) throw new Error('halocline binary not found: set HALOCLINE_BIN or build build/asan-ubsan or build/debug');
@@ -445,6 +455,7 @@ class Tiered {
     this.namespaces = normaliseCollections(collections, horizon).map((c) => c.namespace);
     this.env = env;
     this.readyTimeoutMs = readyTimeoutMs;
+    this.auth = auth ? { proxyRoles: ['readWriteAnyDatabase'], mechanisms: {}, ...(auth === true ? {} : auth) } : null;
     this.dir = makeTempDir('halocline-tiered-');
     this.clients = [];
     this.proxy = null;
@@ -458,16 +469,53 @@ class Tiered {
     const archivePath = path.join(this.dir, 'archive');
     fs.mkdirSync(fastPath);
     fs.mkdirSync(archivePath);
+    const extraArgs = this.auth ? ['--auth'] : [];
     [this.fast, this.archive] = await Promise.all([
-      startStore({ ...common, dbpath: fastPath, replSet: 'fast' }),
-      startStore({ ...common, dbpath: archivePath, replSet: 'archive' }),
+      startStore({ ...common, dbpath: fastPath, replSet: 'fast', extraArgs }),
+      startStore({ ...common, dbpath: archivePath, replSet: 'archive', extraArgs }),
     ]);
+    if (this.auth) await Promise.all(['fast', 'archive'].map((w) => this.createUsers(w)));
+  }
+
+  /** With auth: the root user (localhost exception), then the proxy's user. */
+  async createUsers(which) {
+    const s = which === 'fast' ? this.fast : this.archive;
+    const bootstrap = new MongoClient(s.uri(), CLIENT_DEFAULTS);
+    try {
+      await bootstrap.connect();
+      await bootstrap.db('admin').command({ createUser: AUTH_ADMIN.user, pwd: AUTH_ADMIN.pwd, roles: ['root'] });
+    } finally {
+      await bootstrap.close();
+    }
+    const root = new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...this.rootCredentials() });
+    try {
+      await root.connect();
+      const mechanisms = this.auth.mechanisms[which];
+      await root.db('admin').command({
+        createUser: AUTH_PROXY.user,
+        pwd: AUTH_PROXY.pwd,
+        roles: this.auth.proxyRoles,
+        ...(mechanisms ? { mechanisms } : {}),
+      });
+    } finally {
+      await root.close();
+    }
+  }
+
+  /** MongoClient options logging in as the tiers' root user (with auth), else {}. */
+  rootCredentials() {
+    if (!this.auth) return {};
+    return { auth: { username: AUTH_ADMIN.user, password: AUTH_ADMIN.pwd }, authSource: 'admin' };
   }
 
   /** The tier URIs the proxy is configured with (replica-set URIs, as in production). */
   tierUri(which) {
     const s = which === 'fast' ? this.fast : this.archive;
-    return `mongodb://127.0.0.1:${s.port}/?replicaSet=${which}`;
+    if (!this.auth) return `mongodb://127.0.0.1:${s.port}/?replicaSet=${which}`;
+    const pwd = this.auth.proxyPassword ?? AUTH_PROXY.pwd;
+    const q = new URLSearchParams({ replicaSet: which, authSource: 'admin' });
+    if (this.auth.authMechanism) q.set('authMechanism', this.auth.authMechanism);
+    return `mongodb://${encodeURIComponent(AUTH_PROXY.user)}:${encodeURIComponent(pwd)}@127.0.0.1:${s.port}/?${q}`;
   }
 
   configFor(port) {
@@ -541,7 +589,7 @@ class Tiered {
   /** A connected MongoClient straight to one tier (directConnection), closed by cleanup(). */
   async tierClient(which, options = {}) {
     const s = which === 'fast' ? this.fast : this.archive;
-    return this.track(new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...options }));
+    return this.track(new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...this.rootCredentials(), ...options }));
   }
 
   async track(client) {
@@ -751,4 +799,6 @@ module.exports = {
   isNetworkError,
   show,
   CLIENT_DEFAULTS,
+  AUTH_ADMIN,
+  AUTH_PROXY,
 };
