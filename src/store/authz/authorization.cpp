@@ -290,7 +290,7 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
                 return commandAccess(bson_iter_key(&first), db, &inner, self);
         }
         onDb(kRead);
-    } else if (inList(name, {"createUser", "updateUser"})) {
+    } else if (inList(name, {"createUser", "updateUser", "grantRolesToUser"})) {
         onDb(kUserAdmin);
         std::vector<std::string> dbs;
         roleDbs(cmd, db, &dbs);
@@ -305,7 +305,7 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
             a.needs.push_back({Scope::AnyDatabase, "", kUserAdmin});
         else
             onDb(kUserAdmin);
-    } else if (inList(name, {"dropUser", "dropAllUsersFromDatabase"})) {
+    } else if (inList(name, {"dropUser", "dropAllUsersFromDatabase", "revokeRolesFromUser"})) {
         onDb(kUserAdmin);
     } else if (inList(name,
                       {"serverStatus", "hostInfo", "getLog", "getCmdLineOpts", "replSetGetStatus",

@@ -1,10 +1,13 @@
 // Authentication and user management: saslStart, saslContinue, createUser,
-// updateUser, dropUser, dropAllUsersFromDatabase, usersInfo,
+// updateUser, grantRolesToUser, revokeRolesFromUser, dropUser,
+// dropAllUsersFromDatabase, usersInfo,
 // connectionStatus, logout; hello's saslSupportedMechs and speculative
 // authentication. Replies and error codes follow mongod's.
 #include "store/commands/auth_commands.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "auth/scram.h"
 #include "common/log.h"
@@ -462,6 +465,27 @@ int64_t nFrom(const bson_t* reply) {
     return bson_iter_init_find(&it, reply, "n") ? bson_iter_as_int64(&it) : 0;
 }
 
+/// Replaces the document of user `user` of op.db (UserNotFound when it is gone).
+void replaceUserDoc(OperationContext& op, const std::string& user, const bson_t* doc) {
+    bson::Doc update;
+    BSON_APPEND_UTF8(update.mut(), "update", kUsers);
+    bson_t ups, u0, q;
+    BSON_APPEND_ARRAY_BEGIN(update.mut(), "updates", &ups);
+    BSON_APPEND_DOCUMENT_BEGIN(&ups, "0", &u0);
+    BSON_APPEND_DOCUMENT_BEGIN(&u0, "q", &q);
+    BSON_APPEND_UTF8(&q, "user", user.c_str());
+    BSON_APPEND_UTF8(&q, "db", op.db.c_str());
+    bson_append_document_end(&u0, &q);
+    BSON_APPEND_DOCUMENT(&u0, "u", doc);
+    bson_append_document_end(&ups, &u0);
+    bson_append_array_end(update.mut(), &ups);
+    bson::Doc reply = op.store.runInternal("admin", update.get());
+    op.store.bumpUserGeneration();
+    checkWriteReply(reply.get(), userAtDb(user, op.db));
+    if (nFrom(reply.get()) == 0)
+        uasserted(ErrorCode::UserNotFound, fmt::format("User {} not found", userAtDb(user, op.db)));
+}
+
 void runCreateUser(OperationContext& op, bson_t*) {
     cmdarg::checkFields(op, {"pwd", "roles", "mechanisms", "customData", "digestPassword",
                              "authenticationRestrictions"});
@@ -559,23 +583,33 @@ void runUpdateUser(OperationContext& op, bson_t*) {
         bson::appendIter(doc.mut(), "customData", it);
     }
 
-    bson::Doc update;
-    BSON_APPEND_UTF8(update.mut(), "update", kUsers);
-    bson_t ups, u0, q;
-    BSON_APPEND_ARRAY_BEGIN(update.mut(), "updates", &ups);
-    BSON_APPEND_DOCUMENT_BEGIN(&ups, "0", &u0);
-    BSON_APPEND_DOCUMENT_BEGIN(&u0, "q", &q);
-    BSON_APPEND_UTF8(&q, "user", user.c_str());
-    BSON_APPEND_UTF8(&q, "db", op.db.c_str());
-    bson_append_document_end(&u0, &q);
-    BSON_APPEND_DOCUMENT(&u0, "u", doc.get());
-    bson_append_document_end(&ups, &u0);
-    bson_append_array_end(update.mut(), &ups);
-    bson::Doc reply = op.store.runInternal("admin", update.get());
-    op.store.bumpUserGeneration();
-    checkWriteReply(reply.get(), userAtDb(user, op.db));
-    if (nFrom(reply.get()) == 0)
+    replaceUserDoc(op, user, doc.get());
+}
+
+/// grantRolesToUser / revokeRolesFromUser: the user's roles plus or minus `roles`.
+void changeRoles(OperationContext& op, bool grant) {
+    cmdarg::checkFields(op, {"roles"});
+    std::string user = userNameArg(op);
+    auto changes = parseRoles(op);
+    auto existing = findUserDoc(op.store, op.db, user);
+    if (!existing)
         uasserted(ErrorCode::UserNotFound, fmt::format("User {} not found", userAtDb(user, op.db)));
+    auto roles = rolesOf(existing->get());
+    for (const auto& c : changes) {
+        auto at = std::find(roles.begin(), roles.end(), c);
+        if (grant && at == roles.end()) roles.push_back(c);
+        if (!grant && at != roles.end()) roles.erase(at);
+    }
+    bson::Doc doc;
+    bson_iter_t it;
+    bson_iter_init(&it, existing->get());
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "roles") continue;
+        bson::appendIter(doc.mut(), k, it);
+    }
+    appendRoles(doc.mut(), roles);
+    replaceUserDoc(op, user, doc.get());
 }
 
 /// Deletes the users matching {user?, db}; returns how many.
@@ -709,6 +743,10 @@ void runUsersInfo(OperationContext& op, bson_t* reply) {
 
 HALO_REGISTER_COMMAND(CommandSpec{{"createUser"}, runCreateUser});
 HALO_REGISTER_COMMAND(CommandSpec{{"updateUser"}, runUpdateUser});
+HALO_REGISTER_COMMAND(CommandSpec{{"grantRolesToUser"},
+                                  [](OperationContext& op, bson_t*) { changeRoles(op, true); }});
+HALO_REGISTER_COMMAND(CommandSpec{{"revokeRolesFromUser"},
+                                  [](OperationContext& op, bson_t*) { changeRoles(op, false); }});
 HALO_REGISTER_COMMAND(CommandSpec{{"dropUser"}, runDropUser});
 HALO_REGISTER_COMMAND(CommandSpec{{"dropAllUsersFromDatabase"}, runDropAllUsers});
 HALO_REGISTER_COMMAND(CommandSpec{{"usersInfo"}, runUsersInfo});

@@ -3,7 +3,8 @@
 // exception for the first user, SCRAM-SHA-256 and SCRAM-SHA-1 with the Node driver (default
 // negotiation, explicit mechanisms, speculative authentication in hello), the SASL
 // conversation by hand (with and without skipEmptyExchange), mongod's errors (18, 13, 31,
-// 51003, 11), built-in roles, user management, and mongosh and pymongo logging in.
+// 51003, 11), built-in roles, user management (create/update/grant/revoke/drop/usersInfo),
+// and mongosh and pymongo logging in.
 
 const { test, before, after, describe } = require('node:test');
 const assert = require('node:assert/strict');
@@ -226,6 +227,22 @@ describe('users and roles', () => {
     assert.match(err.message, /requires authentication/);
     await expectServerError(app.command({ dropUser: 'temp' }), 11, 'UserNotFound');
     await assert.rejects(connect({ user: 'temp', pwd: 'new-pw', authSource: 'app' }), (e) => e.code === 18);
+  });
+
+  test('grantRolesToUser and revokeRolesFromUser change what a connection may do', async () => {
+    const app = root.db('app');
+    await app.command({ createUser: 'g', pwd: 'g-pw', roles: ['read'] });
+    const g = await connect({ user: 'g', pwd: 'g-pw', authSource: 'app' });
+    await expectServerError(g.db('app').collection('g').insertOne({ _id: 1 }), 13);
+    await app.command({ grantRolesToUser: 'g', roles: ['readWrite'] });
+    await g.db('app').collection('g').insertOne({ _id: 1 });
+    await app.command({ revokeRolesFromUser: 'g', roles: [{ role: 'readWrite', db: 'app' }] });
+    await expectServerError(g.db('app').collection('g').insertOne({ _id: 2 }), 13);
+    const info = await app.command({ usersInfo: 'g' });
+    assert.deepEqual(info.users[0].roles, [{ role: 'read', db: 'app' }]);
+    await expectServerError(app.command({ grantRolesToUser: 'g', roles: ['nosuchrole'] }), 31, 'RoleNotFound');
+    await expectServerError(app.command({ grantRolesToUser: 'ghost', roles: ['read'] }), 11, 'UserNotFound');
+    await app.command({ dropUser: 'g' });
   });
 });
 
