@@ -4,7 +4,7 @@
 // negotiation, explicit mechanisms, speculative authentication in hello), the SASL
 // conversation by hand (with and without skipEmptyExchange), mongod's errors (18, 13, 31,
 // 51003, 11), built-in roles, user management (create/update/grant/revoke/drop/usersInfo),
-// and mongosh and pymongo logging in.
+// and mongosh, pymongo and libmongoc logging in.
 
 const { test, before, after, describe } = require('node:test');
 const assert = require('node:assert/strict');
@@ -413,6 +413,32 @@ print(json.dumps(out))
     const out = JSON.parse(r.stdout.trim().split('\n').at(-1));
     assert.deepEqual(out, { 'SCRAM-SHA-256': 3, 'SCRAM-SHA-1': 3, negotiated: 3, wrong: 18 });
   });
+});
+
+/** The CMake-built libmongoc smoke client ($MONGOC_SMOKE_BIN under ctest), or null. */
+function mongocSmoke() {
+  if (process.env.MONGOC_SMOKE_BIN) return process.env.MONGOC_SMOKE_BIN;
+  for (const preset of ['asan-ubsan', 'debug', 'release']) {
+    const p = path.join(__dirname, '..', '..', '..', 'build', preset, 'tests', 'integration', 'mongoc_smoke');
+    if (fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+test('libmongoc logs in (negotiated, SCRAM-SHA-1, SCRAM-SHA-256); a wrong password fails', async (t) => {
+  const smoke = mongocSmoke();
+  if (!smoke) {
+    t.skip('mongoc_smoke is not built (tests/integration/c; clients/mongoc.test.js builds it)');
+    return;
+  }
+  const base = `127.0.0.1:${server.port}/?directConnection=true&authSource=admin`;
+  for (const mech of ['', '&authMechanism=SCRAM-SHA-1', '&authMechanism=SCRAM-SHA-256']) {
+    const r = await runProgram(smoke, [`mongodb://root:root-pw@${base}${mech}`, '--coll', `auth_smoke${mech.length}`]);
+    assert.equal(r.code, 0, `mongoc_smoke${mech} failed:\n${r.stdout}\n${r.stderr}`);
+  }
+  const bad = await runProgram(smoke, [`mongodb://root:wrong@${base}`]);
+  assert.notEqual(bad.code, 0);
+  assert.match(`${bad.stdout}${bad.stderr}`, /Authentication failed/);
 });
 
 test('security.authorization: enabled in a YAML config turns authentication on', async () => {
