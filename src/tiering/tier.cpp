@@ -208,10 +208,14 @@ asio::awaitable<Status> Tier::discoverPrimary() {
             info.setName = setName;
             info.primary = fmt::format("{}:{}", host, port);
             Status authed = co_await authenticate(*c.getValue(), b);
-            if (!authed.isOK()) {
+            if (authed.code() == ErrorCode::AuthenticationFailed) {
                 // A wrong credential does not heal by trying other members.
                 reachable_ = false;
                 co_return authed;
+            }
+            if (!authed.isOK()) {
+                last = authed;  // the connection broke: try the next candidate
+                continue;
             }
             {
                 std::lock_guard lk(mu_);
