@@ -465,6 +465,21 @@ int64_t nFrom(const bson_t* reply) {
     return bson_iter_init_find(&it, reply, "n") ? bson_iter_as_int64(&it) : 0;
 }
 
+/// authenticationRestrictions are accepted only when empty: silently ignoring
+/// them would leave a user less restricted than its creator asked.
+void refuseRestrictions(const OperationContext& op) {
+    bson_iter_t it;
+    if (!bson::find(op.cmd, "authenticationRestrictions", &it)) return;
+    if (BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_t arr;
+        bson::subDocument(op.cmd, "authenticationRestrictions", &arr);
+        if (bson_count_keys(&arr) == 0) return;
+    }
+    uasserted(ErrorCode::BadValue,
+              "authenticationRestrictions (clientSource, serverAddress) are not supported by this "
+              "store");
+}
+
 /// Replaces the document of user `user` of op.db (UserNotFound when it is gone).
 void replaceUserDoc(OperationContext& op, const std::string& user, const bson_t* doc) {
     bson::Doc update;
@@ -491,6 +506,7 @@ void runCreateUser(OperationContext& op, bson_t*) {
                              "authenticationRestrictions"});
     std::string user = userNameArg(op);
     checkUserDb(op.db);
+    refuseRestrictions(op);
     std::string pwd = passwordArg(op, true);
     auto roles = parseRoles(op);
     auto mechs = parseMechanisms(op).value_or(
@@ -529,6 +545,7 @@ void runUpdateUser(OperationContext& op, bson_t*) {
     cmdarg::checkFields(op, {"pwd", "roles", "mechanisms", "customData", "digestPassword",
                              "authenticationRestrictions"});
     std::string user = userNameArg(op);
+    refuseRestrictions(op);
     auto existing = findUserDoc(op.store, op.db, user);
     if (!existing)
         uasserted(ErrorCode::UserNotFound, fmt::format("User {} not found", userAtDb(user, op.db)));

@@ -209,6 +209,11 @@ describe('users and roles', () => {
     await expectServerError(app.command({ createUser: 'u', roles: [] }), 2, 'BadValue');
     await expectServerError(app.command({ createUser: 'u', pwd: 'p\u00e9', roles: [], mechanisms: ['SCRAM-SHA-256'] }), 2);
     await expectServerError(app.command({ createUser: 'u', pwd: 'p', roles: [], mechanisms: ['PLAIN'] }), 2);
+    // Restrictions the store cannot enforce are refused, not ignored.
+    await expectServerError(
+      app.command({ createUser: 'u', pwd: 'p', roles: [], authenticationRestrictions: [{ clientSource: ['10.0.0.1'] }] }),
+      2,
+    );
   });
 
   test('updateUser changes the password and roles; dropUser removes the user at once', async () => {
