@@ -103,10 +103,28 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
                 }
             }
         }
+        if (auto sec = root["security"]) {
+            for (auto it = sec.begin(); it != sec.end(); ++it) {
+                std::string k = it->first.as<std::string>();
+                if (k != "authorization") {
+                    *err = "unsupported option 'security." + k + "'";
+                    return false;
+                }
+            }
+            if (auto a = sec["authorization"]; a && app.count("--auth") == 0) {
+                std::string v = a.as<std::string>();
+                if (v != "enabled" && v != "disabled") {
+                    *err =
+                        "security.authorization must be 'enabled' or 'disabled', not '" + v + "'";
+                    return false;
+                }
+                o.auth = v == "enabled";
+            }
+        }
         for (auto it = root.begin(); it != root.end(); ++it) {
             std::string k = it->first.as<std::string>();
             if (k != "storage" && k != "net" && k != "systemLog" && k != "replication" &&
-                k != "processManagement" && k != "setParameter") {
+                k != "processManagement" && k != "setParameter" && k != "security") {
                 *err = "unrecognized config section '" + k + "'";
                 return false;
             }
@@ -196,6 +214,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> parameters;
     store->add_option("--setParameter", parameters,
                       "Server parameter NAME=VALUE (ttlMonitorSleepSecs: TTL monitor period)");
+    store->add_flag("--auth", so.auth,
+                    "Require authentication (SCRAM-SHA-256/SCRAM-SHA-1) and enforce roles; "
+                    "with no user yet, a localhost connection may create the first one");
 
     // halocline bench load|run|ramp|report|reproduce (src/bench/).
     auto bench = halo::bench::BenchCommand::add(app);

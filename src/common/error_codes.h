@@ -164,6 +164,10 @@ namespace halo {
     X(HostUnreachable, 6)                            \
     X(HostNotFound, 7)                               \
     X(AuthenticationFailed, 18)                      \
+    X(UserNotFound, 11)                              \
+    X(RoleNotFound, 31)                              \
+    X(MechanismUnavailable, 334)                     \
+    X(Location51003, 51003)                          \
     X(NetworkTimeout, 89)                            \
     X(InvalidSSLConfiguration, 140)                  \
     X(SSLHandshakeFailed, 141)                       \

@@ -514,6 +514,15 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
         appendClock(d.mut(), 0);
         co_return d;
     }
+    if (name == "saslStart" || name == "saslContinue" || name == "authenticate" || name == "logout")
+        // These change who a connection is authenticated as: forwarded, they would
+        // act on a pooled tier connection that the proxy authenticated as itself.
+        co_return errorDoc(
+            Status(ErrorCode::CommandNotSupported,
+                   fmt::format("halocline: {} is not supported through the proxy; it does not "
+                               "authenticate its clients (it authenticates to the tiers with the "
+                               "credentials in its configuration): connect without credentials",
+                               name)));
     if (name == "haloclineStatus") co_return status();
     if (name == "haloclineExplain") co_return co_await explainRouting(cmd, db);
     if (name == "getMore") co_return co_await getMore(cmd);
@@ -1233,6 +1242,8 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                     if (last.isOK()) break;
                 } else {
                     last = a.isOK() ? f.getStatus() : a.getStatus();
+                    // A refused credential does not heal by waiting: fail now.
+                    if (last.code() == ErrorCode::AuthenticationFailed) break;
                 }
                 // A tier whose certificate we reject (or that rejects ours) will
                 // not change its mind while we wait: say so now.

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "auth/scram.h"
 #include "common/log.h"
 #include "wire/message.h"
 
@@ -97,18 +98,57 @@ Tier::Tier(asio::io_context& io, std::string name, std::string uri)
 
 Tier::~Tier() = default;
 
+namespace {
+
+struct UriCredentials {
+    std::string user, password, source, mechanism;
+};
+
+/// The URI's credentials (empty user: none), refusing what SCRAM cannot do.
+StatusWith<UriCredentials> credentialsFrom(const mongoc_uri_t* u, const std::string& tier) {
+    UriCredentials c;
+    const char* user = mongoc_uri_get_username(u);
+    if (!user) return c;
+    c.user = user;
+    const char* pwd = mongoc_uri_get_password(u);
+    c.password = pwd ? pwd : "";
+    const char* source = mongoc_uri_get_auth_source(u);
+    c.source = source && *source ? source : "admin";
+    const char* mech = mongoc_uri_get_auth_mechanism(u);
+    c.mechanism = mech ? mech : "";
+    if (!c.mechanism.empty() && !auth::mechanismFromName(c.mechanism))
+        return Status(ErrorCode::InvalidOptions,
+                      fmt::format("tiers.{}.uri: authMechanism={} is not supported; the proxy "
+                                  "authenticates to the tiers with SCRAM-SHA-256 or SCRAM-SHA-1",
+                                  tier, c.mechanism));
+    if (c.password.empty())
+        return Status(ErrorCode::InvalidOptions,
+                      fmt::format("tiers.{}.uri: user '{}' has no password", tier, c.user));
+    if (c.mechanism == "SCRAM-SHA-256") {
+        auto prepped = auth::saslPrep(c.password);
+        if (!prepped.isOK())
+            return Status(ErrorCode::InvalidOptions,
+                          fmt::format("tiers.{}.uri: {}", tier, prepped.getStatus().reason()));
+    }
+    return c;
+}
+
+}  // namespace
+
 Status Tier::init() {
     bson_error_t err;
     mongoc_uri_t* u = mongoc_uri_new_with_error(uri_.c_str(), &err);
     if (!u)
         return Status(ErrorCode::FailedToParse,
                       fmt::format("tiers.{}.uri: {}", name_, err.message));
-    Status st;
-    if (mongoc_uri_get_username(u))
-        st = Status(ErrorCode::InvalidOptions,
-                    fmt::format("tiers.{}.uri: authentication is not supported by this version "
-                                "of the proxy; connect it over a trusted network",
-                                name_));
+    auto creds = credentialsFrom(u, name_);
+    Status st = creds.getStatus();
+    if (st.isOK()) {
+        user_ = creds.getValue().user;
+        password_ = creds.getValue().password;
+        authSource_ = creds.getValue().source;
+        mechanism_ = creds.getValue().mechanism;
+    }
     if (st.isOK()) {
         for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(u); h; h = h->next)
             seeds_.emplace_back(h->host, h->port);
@@ -239,6 +279,9 @@ asio::awaitable<Status> Tier::discoverPrimary() {
         }
         bson::Doc hello;
         BSON_APPEND_INT32(hello.mut(), "hello", 1);
+        if (!user_.empty() && mechanism_.empty())
+            BSON_APPEND_UTF8(hello.mut(), "saslSupportedMechs",
+                             fmt::format("{}.{}", authSource_, user_).c_str());
         BSON_APPEND_UTF8(hello.mut(), "$db", "admin");
         Frame req = wire::buildOpMsg(0, 0, hello.get());
         auto r = co_await exchange(*c.getValue(), req);
@@ -274,6 +317,16 @@ asio::awaitable<Status> Tier::discoverPrimary() {
                 info.logicalSessionTimeoutMinutes = v;
             info.setName = setName;
             info.primary = fmt::format("{}:{}", host, port);
+            Status authed = co_await authenticate(*c.getValue(), b);
+            if (authed.code() == ErrorCode::AuthenticationFailed) {
+                // A wrong credential does not heal by trying other members.
+                reachable_ = false;
+                co_return authed;
+            }
+            if (!authed.isOK()) {
+                last = authed;  // the connection broke: try the next candidate
+                continue;
+            }
             {
                 std::lock_guard lk(mu_);
                 primary_ = std::make_pair(host, port);
@@ -330,8 +383,136 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
         std::lock_guard lk(mu_);
         primary_.reset();
         reachable_ = false;
+        co_return c;
+    }
+    Status authed = co_await authenticate(*c.getValue(), nullptr);
+    if (!authed.isOK()) {
+        // Rediscover (hello, mechanisms, authentication) on the next attempt.
+        std::lock_guard lk(mu_);
+        primary_.reset();
+        reachable_ = false;
+        co_return authed;
     }
     co_return c;
+}
+
+namespace {
+
+/// The SASL payload of a reply (BinData, or a string from old servers).
+std::string saslPayload(const bson_t* reply) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, reply, "payload")) return {};
+    if (BSON_ITER_HOLDS_BINARY(&it)) {
+        bson_subtype_t st;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_binary(&it, &st, &len, &data);
+        return std::string(reinterpret_cast<const char*>(data), len);
+    }
+    return BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr) : std::string();
+}
+
+void appendPayload(bson_t* cmd, std::string_view payload) {
+    bson_append_binary(cmd, "payload", 7, BSON_SUBTYPE_BINARY,
+                       reinterpret_cast<const uint8_t*>(payload.data()),
+                       static_cast<uint32_t>(payload.size()));
+}
+
+}  // namespace
+
+asio::awaitable<Status> Tier::authenticate(Conn& c, const bson_t* hello) {
+    if (user_.empty()) co_return Status::OK();
+    std::string mechName = mechanism_;
+    if (mechName.empty() && hello) {
+        // Drivers' negotiation: SCRAM-SHA-256 when the user has it, else SCRAM-SHA-1.
+        bson_t mechs;
+        bson_iter_t it;
+        bool sha256 = false, any = false;
+        if (bson::subDocument(hello, "saslSupportedMechs", &mechs) && bson_iter_init(&it, &mechs))
+            while (bson_iter_next(&it)) {
+                any = true;
+                sha256 |= BSON_ITER_HOLDS_UTF8(&it) &&
+                          std::string_view(bson_iter_utf8(&it, nullptr)) == "SCRAM-SHA-256";
+            }
+        mechName = sha256 || !any ? "SCRAM-SHA-256" : "SCRAM-SHA-1";
+        std::lock_guard lk(mu_);
+        negotiated_ = mechName;
+    } else if (mechName.empty()) {
+        std::lock_guard lk(mu_);
+        mechName = negotiated_.empty() ? "SCRAM-SHA-256" : negotiated_;
+    }
+    auth::ScramMechanism mech = *auth::mechanismFromName(mechName);
+    auto fail = [&](const std::string& why) {
+        Status s(ErrorCode::AuthenticationFailed,
+                 fmt::format("tiers.{}.uri: Authentication failed for user '{}' (authSource {}, "
+                             "{}): {}",
+                             name_, user_, authSource_, mechName, why));
+        log::error(
+            "tiering", 8200010, "Tier authentication failed",
+            fmt::format(R"({{"tier":{},"error":{}}})", log::quote(name_), log::quote(s.reason())));
+        return s;
+    };
+    auto pwd = auth::scramPassword(mech, user_, password_);
+    if (!pwd.isOK()) co_return fail(pwd.getStatus().reason());
+    auth::ScramClient scram(mech, user_, pwd.getValue());
+
+    // One SASL step: the reply body, or the failure (server errors are as sent).
+    auto step = [&](const bson_t* cmd) -> asio::awaitable<StatusWith<bson::Doc>> {
+        Frame req = wire::buildOpMsg(0, 0, cmd);
+        auto r = co_await exchange(c, req);
+        if (!r.isOK()) co_return r.getStatus();
+        auto body = replyBody(r.getValue());
+        if (!body.isOK()) co_return body.getStatus();
+        Status s = replyStatus(body.getValue().get());
+        if (!s.isOK()) co_return s;
+        co_return std::move(body.getValue());
+    };
+    auto serverError = [&](const Status& s) {
+        // Transport failures stay what they are (the tier is unreachable);
+        // refusals by the server are authentication failures.
+        if (s.code() == ErrorCode::HostUnreachable || s.code() == ErrorCode::ProtocolError)
+            return s;
+        return fail(fmt::format("{} ({})", s.reason(), s.codeNumber()));
+    };
+
+    bson::Doc start;
+    BSON_APPEND_INT32(start.mut(), "saslStart", 1);
+    BSON_APPEND_UTF8(start.mut(), "mechanism", mechName.c_str());
+    appendPayload(start.mut(), scram.first());
+    BSON_APPEND_INT32(start.mut(), "autoAuthorize", 1);
+    bson_t opts;
+    BSON_APPEND_DOCUMENT_BEGIN(start.mut(), "options", &opts);
+    BSON_APPEND_BOOL(&opts, "skipEmptyExchange", true);
+    bson_append_document_end(start.mut(), &opts);
+    BSON_APPEND_UTF8(start.mut(), "$db", authSource_.c_str());
+    auto first = co_await step(start.get());
+    if (!first.isOK()) co_return serverError(first.getStatus());
+    int64_t convId = 1;
+    readInt(first.getValue().get(), "conversationId", &convId);
+    auto final = scram.finalMessage(saslPayload(first.getValue().get()));
+    if (!final.isOK()) co_return fail(final.getStatus().reason());
+
+    auto cont = [&](std::string_view payload) {
+        bson::Doc d;
+        BSON_APPEND_INT32(d.mut(), "saslContinue", 1);
+        BSON_APPEND_INT32(d.mut(), "conversationId", static_cast<int32_t>(convId));
+        appendPayload(d.mut(), payload);
+        BSON_APPEND_UTF8(d.mut(), "$db", authSource_.c_str());
+        return d;
+    };
+    bson::Doc second = cont(final.getValue());
+    auto r2 = co_await step(second.get());
+    if (!r2.isOK()) co_return serverError(r2.getStatus());
+    Status verified = scram.verify(saslPayload(r2.getValue().get()));
+    if (!verified.isOK()) co_return fail(verified.reason());
+    if (!readBool(r2.getValue().get(), "done")) {
+        bson::Doc third = cont("");
+        auto r3 = co_await step(third.get());
+        if (!r3.isOK()) co_return serverError(r3.getStatus());
+        if (!readBool(r3.getValue().get(), "done"))
+            co_return fail("the server did not finish the SASL conversation");
+    }
+    co_return Status::OK();
 }
 
 void Tier::release(std::unique_ptr<Conn> c) {

@@ -6,6 +6,9 @@
 // With tls=true (or ssl=true) in the URI every connection, primary discovery
 // included, runs over TLS and checks the server's certificate (tlsCAFile or
 // the system store) and host name, as drivers do.
+// With credentials in the URI, every new connection authenticates (SCRAM-SHA-256
+// or SCRAM-SHA-1, negotiated through hello's saslSupportedMechs as drivers do)
+// before any command runs on it.
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
@@ -47,7 +50,8 @@ class Tier {
     Tier& operator=(const Tier&) = delete;
 
     /// Parses the connection string and loads its TLS files. Refuses options
-    /// this client cannot honour (authentication) with a message naming them.
+    /// this client cannot honour (mechanisms other than SCRAM) with a message
+    /// naming them.
     Status init();
 
     const std::string& name() const { return name_; }
@@ -78,6 +82,10 @@ class Tier {
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> connect(const std::string& host,
                                                                uint16_t port);
     asio::awaitable<Status> discoverPrimary();
+    /// Authenticates a freshly connected connection with the URI's credentials
+    /// (no-op without them). `hello` is the reply of a hello sent on it with
+    /// saslSupportedMechs, or null (then the mechanism found at discovery is used).
+    asio::awaitable<Status> authenticate(Conn& c, const bson_t* hello);
     asio::awaitable<StatusWith<Frame>> exchange(Conn& c, Frame& request);
 
     asio::io_context& io_;
@@ -87,6 +95,12 @@ class Tier {
     std::string replicaSet_;
     std::unique_ptr<asio::ssl::context> tls_;  // set when the URI asks for TLS
     bool tlsCheckHostname_ = true;
+    // Credentials from the URI (empty user: none). The password never leaves this object.
+    std::string user_;
+    std::string password_;
+    std::string authSource_;
+    std::string mechanism_;   // as configured: "", "SCRAM-SHA-1" or "SCRAM-SHA-256"
+    std::string negotiated_;  // from saslSupportedMechs at discovery (under mu_)
 
     mutable std::mutex mu_;
     std::optional<std::pair<std::string, uint16_t>> primary_;

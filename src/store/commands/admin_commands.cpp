@@ -1,5 +1,5 @@
 // Handshake and server-information commands: hello/isMaster, buildInfo, ping,
-// getParameter, serverStatus, hostInfo, getLog, connectionStatus, whatsmyuri,
+// getParameter, serverStatus, hostInfo, getLog, whatsmyuri,
 // endSessions, killAllSessions, getCmdLineOpts, listCommands.
 #include <fmt/format.h>
 #include <sys/utsname.h>
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
@@ -132,6 +133,7 @@ void runHello(OperationContext& op, bson_t* reply, bool legacy) {
     BSON_APPEND_INT32(reply, "maxWireVersion", kMaxWireVersion);
     BSON_APPEND_BOOL(reply, "readOnly", false);
     negotiateCompression(op, reply);
+    appendHelloAuth(op, reply);
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{{"hello"},
@@ -184,6 +186,8 @@ void appendParameters(OperationContext& op, bson_t* r, bool all) {
     if (want("authenticationMechanisms")) {
         bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(r, "authenticationMechanisms", &arr);
+        BSON_APPEND_UTF8(&arr, "0", "SCRAM-SHA-1");
+        BSON_APPEND_UTF8(&arr, "1", "SCRAM-SHA-256");
         bson_append_array_end(r, &arr);
         any = true;
     }
@@ -350,17 +354,6 @@ HALO_REGISTER_COMMAND(CommandSpec{
     },
     true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"connectionStatus"}, [](OperationContext&, bson_t* r) {
-                                      bson_t info, users, roles;
-                                      BSON_APPEND_DOCUMENT_BEGIN(r, "authInfo", &info);
-                                      BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &users);
-                                      bson_append_array_end(&info, &users);
-                                      BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles",
-                                                              &roles);
-                                      bson_append_array_end(&info, &roles);
-                                      bson_append_document_end(r, &info);
-                                  }});
-
 HALO_REGISTER_COMMAND(CommandSpec{{"whatsmyuri"}, [](OperationContext& op, bson_t* r) {
                                       BSON_APPEND_UTF8(r, "you", op.client.remote.c_str());
                                   }});
@@ -519,7 +512,6 @@ HALO_REGISTER_COMMAND(CommandSpec{{"replSetGetConfig"},
                                   },
                                   true});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"logout"}, [](OperationContext&, bson_t*) {}});
 HALO_REGISTER_COMMAND(CommandSpec{
     {"getFreeMonitoringStatus"},
     [](OperationContext&, bson_t* r) { BSON_APPEND_UTF8(r, "state", "disabled"); },

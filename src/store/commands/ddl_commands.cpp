@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "bson/compare.h"
+#include "store/commands/auth_commands.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/query/matcher.h"
@@ -99,6 +100,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         int i = 0;
         int64_t total = 0;
         for (const auto& db : op.store.catalog().listDatabases()) {
+            if (!mayListDatabase(op, db)) continue;
             int64_t size = 0;
             for (const auto& c : op.store.catalog().listCollections(db)) size += c->dataSize.load();
             bson::Doc d;

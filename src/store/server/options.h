@@ -28,6 +28,7 @@ struct StoreOptions {
     int threads = 0;               // 0: kDefaultThreads
     int ttlMonitorSleepSecs = 60;  // setParameter ttlMonitorSleepSecs, as mongod
     net::TlsServerOptions tls;     // net.tls.* / --tls*
+    bool auth = false;             // --auth / security.authorization: enabled
 };
 
 }  // namespace halo::store

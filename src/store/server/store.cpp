@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "net/tls.h"
+#include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
 #include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
@@ -110,6 +111,10 @@ Status Store::start() {
     // commits sharing one log sync), not for the core count.
     int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
+    if (!opts_.auth)
+        log::warning("control", 22120,
+                     "Access control is not enabled for the database. Read and write access to "
+                     "data and configuration is unrestricted");
     log::info("network", 23016, "Waiting for connections",
               fmt::format(R"({{"port":{},"ssl":"{}"}})", listener_->port(),
                           opts_.tls.enabled() ? "on" : "off"));
@@ -192,6 +197,19 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
                            fmt::format("{} may only be run against the admin database.", name)));
         return;
     }
+    if (opts_.auth && !client.internal) {
+        Status s;
+        try {
+            s = authorize(client, db, name, cmd);
+        } catch (const DBException& e) {
+            s = e.status();  // reading the user's document failed
+        }
+        if (!s.isOK()) {
+            appendError(reply, s);
+            if (isReplicaSet()) appendClusterTime(reply);
+            return;
+        }
+    }
     OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
     bson_t body = BSON_INITIALIZER;
     try {
@@ -214,6 +232,72 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     }
     bson_destroy(&body);
     if (isReplicaSet()) appendClusterTime(reply);
+}
+
+bool ClientState::fromLocalhost() const {
+    // remote is "address:port" (net::Listener); IPv6 without brackets.
+    return remote.rfind("127.", 0) == 0 || remote.rfind("::1:", 0) == 0 ||
+           remote.rfind("::ffff:127.", 0) == 0;
+}
+
+bson::Doc Store::runInternal(std::string_view db, const bson_t* cmd) {
+    // The caller may be a command running in a session or a transaction: the
+    // internal command must not record into, or run inside, that.
+    CurrentOperation saved = currentOperation();
+    currentOperation() = CurrentOperation{};
+    ClientState internal;
+    internal.internal = true;
+    internal.remote = "internal";
+    bson::Doc reply;
+    runCommand(internal, db, cmd, reply.mut());
+    currentOperation() = saved;
+    return reply;
+}
+
+namespace {
+
+Status notAuthorized(std::string_view db, const bson_t* cmd) {
+    std::string shown = bson::toJson(cmd);
+    if (shown.size() > 4096) shown = shown.substr(0, 4096) + " ...";
+    return Status(ErrorCode::Unauthorized,
+                  fmt::format("not authorized on {} to execute command {}", db, shown));
+}
+
+}  // namespace
+
+Status Store::authorize(ClientState& client, std::string_view db, std::string_view name,
+                        const bson_t* cmd) {
+    if (client.user && client.user->generation != userGeneration()) {
+        // A user document changed since this connection authenticated: re-read
+        // the roles; a dropped user is no longer authenticated.
+        uint64_t gen = userGeneration();
+        auto doc = findUserDoc(*this, client.user->db, client.user->user);
+        if (!doc) {
+            client.user.reset();
+        } else {
+            client.user->roles = rolesOf(doc->get());
+            client.user->generation = gen;
+        }
+    }
+    authz::Identity self;
+    if (client.user) self = {client.user->user, client.user->db};
+    authz::CommandAccess access =
+        authz::commandAccess(name, db, cmd, client.user ? &self : nullptr);
+    if (!access.requiresAuth) return Status::OK();
+    if (!client.user) {
+        if (!client.fromLocalhost() || anyUserExists(*this))
+            return Status(ErrorCode::Unauthorized,
+                          fmt::format("Command {} requires authentication", name));
+        // The localhost exception (no user exists yet): mongod grants createUser
+        // and grantRole on admin, enough to create the first user there.
+        bool firstUser = name == "createUser";
+        for (const auto& n : access.needs)
+            firstUser = firstUser && n.scope == authz::Need::Scope::Database && n.db == "admin" &&
+                        (n.anyOf & authz::kUserAdmin) != 0;
+        return firstUser ? Status::OK() : notAuthorized(db, cmd);
+    }
+    if (authz::satisfiesAll(client.user->roles, access.needs)) return Status::OK();
+    return notAuthorized(db, cmd);
 }
 
 void Store::gossipClusterTime(const bson_t* cmd) {

@@ -7,13 +7,16 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "auth/scram.h"
 #include "bson/doc.h"
 #include "common/status.h"
 #include "net/listener.h"
+#include "store/authz/authorization.h"
 #include "store/repl/logical_clock.h"
 #include "store/server/options.h"
 #include "wire/message.h"
@@ -28,6 +31,25 @@ class SessionCatalog;
 struct Deferral;
 struct OperationContext;
 
+/// The user a connection authenticated as, with the roles read at that time
+/// (re-read when any user document changes: see Store::userGeneration()).
+struct AuthenticatedUser {
+    std::string user;
+    std::string db;
+    std::vector<authz::RoleName> roles;
+    uint64_t generation = 0;
+};
+
+/// A SASL conversation in progress on one connection (saslStart .. saslContinue).
+struct SaslConversation {
+    int32_t id = 1;
+    std::string db;    // the authentication database
+    std::string user;  // known once the client-first message is read
+    std::unique_ptr<halo::auth::ScramServer> scram;
+    bool skipEmptyExchange = false;
+    bool awaitingEmptyStep = false;  // proof checked, server-final sent, done:false
+};
+
 /// Per-connection state shared by the commands run on that connection.
 struct ClientState {
     uint64_t connectionId = 0;
@@ -36,6 +58,11 @@ struct ClientState {
     std::vector<wire::Compressor> compressors;  // negotiated, in client preference order
     bson::Doc clientMetadata;
     bool sawHandshake = false;
+    std::optional<AuthenticatedUser> user;  // set by a finished SASL conversation
+    std::optional<SaslConversation> sasl;
+    bool internal = false;  // the store's own work: never subject to authorization
+    /// A connection from a loopback address (the localhost exception).
+    bool fromLocalhost() const;
 };
 
 struct Counters {
@@ -74,6 +101,14 @@ class Store {
                     Deferral* deferral = nullptr, bool finalAttempt = true);
 
     bool isReplicaSet() const { return !opts_.replSet.empty(); }
+    bool authEnabled() const { return opts_.auth; }
+    /// Bumped by every change to admin.system.users: connections re-read their
+    /// user's roles (and lose a dropped user) on their next command.
+    uint64_t userGeneration() const { return userGeneration_.load(); }
+    void bumpUserGeneration() { ++userGeneration_; }
+    /// Runs a command as the store itself (no authorization, no session, no
+    /// transaction of the calling operation) and returns the reply.
+    bson::Doc runInternal(std::string_view db, const bson_t* cmd);
     LogicalClock& clock() { return clock_; }
     Oplog& oplog() { return *oplog_; }
     SessionCatalog& sessions() { return *sessions_; }
@@ -87,6 +122,9 @@ class Store {
     void appendClusterTime(bson_t* reply);
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
+    /// With --auth: whether `client` may run command `name`; the error to send otherwise.
+    Status authorize(ClientState& client, std::string_view db, std::string_view name,
+                     const bson_t* cmd);
 
     StoreOptions opts_;
     std::unique_ptr<Engine> engine_;
@@ -104,6 +142,7 @@ class Store {
     Counters counters_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> stopping_{false};
+    std::atomic<uint64_t> userGeneration_{1};
     std::mutex shutdownMu_;
     std::condition_variable shutdownCv_;
     bool shutdownRequested_ = false;

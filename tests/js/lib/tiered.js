@@ -28,6 +28,9 @@ const {
 } = require('./server');
 
 const CLIENT_DEFAULTS = { serverSelectionTimeoutMS: 10_000, connectTimeoutMS: 10_000, socketTimeoutMS: 60_000 };
+// Users created on the tier stores by startTiered({auth}).
+const AUTH_ADMIN = { user: 'haloAdmin', pwd: 'admin-pw' };
+const AUTH_PROXY = { user: 'haloProxy', pwd: 'proxy-pw,with=odd:chars@/' };
 const DEFAULT_WAIT_MS = 60_000;
 
 // ---------------------------------------------------------------------------------------
@@ -403,7 +406,13 @@ function explainView(raw) {
 
 /**
  * startTiered({collections, horizon, guard, causalWaitTimeout, workers, extra, bin, env,
- *              startProxy = true, metadataDatabase})
+ *              startProxy = true, metadataDatabase, auth})
+ *  auth: true or {proxyRoles, mechanisms: {fast, archive}, authMechanism, proxyPassword}: both
+ *    stores run with --auth; a root user (AUTH_ADMIN) is created through the localhost
+ *    exception, then the proxy's user (AUTH_PROXY, roles proxyRoles, default
+ *    readWriteAnyDatabase; mechanisms per tier), and the proxy's tier URIs carry that user
+ *    (authSource=admin, authMechanism when given, the password `proxyPassword` when given:
+ *    a wrong one makes the proxy refuse to start). tierClient() logs in as the root user.
  *  collections: ["db.coll" | {namespace, ageField, horizon}] (default ["shop.orders"])
  *  workers: true (defaults) | false (disabled) | partial workers block merged into defaults
  *  extra: merged into the generated config object last
@@ -445,6 +454,7 @@ class Tiered {
     env,
     readyTimeoutMs,
     tls,
+    auth = null,
   } = {}) {
     this.bin = bin || haloclineBinary();
     this.tls = tls ? { tiers: true, proxy: true, tierUriParams: {}, ...tls } : null;
@@ -457,6 +467,7 @@ class Tiered {
     this.namespaces = normaliseCollections(collections, horizon).map((c) => c.namespace);
     this.env = env;
     this.readyTimeoutMs = readyTimeoutMs;
+    this.auth = auth ? { proxyRoles: ['readWriteAnyDatabase'], mechanisms: {}, ...(auth === true ? {} : auth) } : null;
     this.dir = makeTempDir('halocline-tiered-');
     this.clients = [];
     this.proxy = null;
@@ -475,10 +486,43 @@ class Tiered {
     const archivePath = path.join(this.dir, 'archive');
     fs.mkdirSync(fastPath);
     fs.mkdirSync(archivePath);
+    const extraArgs = this.auth ? ['--auth'] : [];
     [this.fast, this.archive] = await Promise.all([
-      startStore({ ...common, dbpath: fastPath, replSet: 'fast' }),
-      startStore({ ...common, dbpath: archivePath, replSet: 'archive' }),
+      startStore({ ...common, dbpath: fastPath, replSet: 'fast', extraArgs }),
+      startStore({ ...common, dbpath: archivePath, replSet: 'archive', extraArgs }),
     ]);
+    if (this.auth) await Promise.all(['fast', 'archive'].map((w) => this.createUsers(w)));
+  }
+
+  /** With auth: the root user (localhost exception), then the proxy's user. */
+  async createUsers(which) {
+    const s = which === 'fast' ? this.fast : this.archive;
+    const bootstrap = new MongoClient(s.uri(), CLIENT_DEFAULTS);
+    try {
+      await bootstrap.connect();
+      await bootstrap.db('admin').command({ createUser: AUTH_ADMIN.user, pwd: AUTH_ADMIN.pwd, roles: ['root'] });
+    } finally {
+      await bootstrap.close();
+    }
+    const root = new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...this.rootCredentials() });
+    try {
+      await root.connect();
+      const mechanisms = this.auth.mechanisms[which];
+      await root.db('admin').command({
+        createUser: AUTH_PROXY.user,
+        pwd: AUTH_PROXY.pwd,
+        roles: this.auth.proxyRoles,
+        ...(mechanisms ? { mechanisms } : {}),
+      });
+    } finally {
+      await root.close();
+    }
+  }
+
+  /** MongoClient options logging in as the tiers' root user (with auth), else {}. */
+  rootCredentials() {
+    if (!this.auth) return {};
+    return { auth: { username: AUTH_ADMIN.user, password: AUTH_ADMIN.pwd }, authSource: 'admin' };
   }
 
   /**
@@ -511,11 +555,18 @@ class Tiered {
       if (this.tls.clientCerts) params.tlsCertificateKeyFile = this.tls.certs.clientPem;
       Object.assign(params, this.tls.tierUriParams);
     }
+    let credentials = '';
+    if (this.auth) {
+      const pwd = this.auth.proxyPassword ?? AUTH_PROXY.pwd;
+      params.authSource = 'admin';
+      if (this.auth.authMechanism) params.authMechanism = this.auth.authMechanism;
+      credentials = `${encodeURIComponent(AUTH_PROXY.user)}:${encodeURIComponent(pwd)}@`;
+    }
     const query = Object.entries(params)
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
       .join('&');
-    return `mongodb://127.0.0.1:${s.port}/?${query}`;
+    return `mongodb://${credentials}127.0.0.1:${s.port}/?${query}`;
   }
 
   configFor(port) {
@@ -602,7 +653,7 @@ class Tiered {
   /** A connected MongoClient straight to one tier (directConnection), closed by cleanup(). */
   async tierClient(which, options = {}) {
     const s = which === 'fast' ? this.fast : this.archive;
-    return this.track(new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...this.clientTls('tiers'), ...options }));
+    return this.track(new MongoClient(s.uri(), { ...CLIENT_DEFAULTS, ...this.clientTls('tiers'), ...this.rootCredentials(), ...options }));
   }
 
   async track(client) {
@@ -812,4 +863,6 @@ module.exports = {
   isNetworkError,
   show,
   CLIENT_DEFAULTS,
+  AUTH_ADMIN,
+  AUTH_PROXY,
 };
