@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
+#include <random>
 #include <unordered_set>
 
 #include "common/log.h"
@@ -91,10 +93,18 @@ void appendMajority(bson_t* cmd) {
 
 namespace {
 
+/// Attempts of a transaction that keeps conflicting (promotion against
+/// evictions moving the epoch, deletes against writers) before the client gets
+/// WriteConflict: about a second of jittered pauses in all.
+constexpr int kTransientAttempts = 60;
+
 /// A short, growing pause between retries of a conflicting transaction.
 asio::awaitable<void> backoff(int attempt) {
+    // Jittered, so writers that conflicted together do not retry in lockstep.
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    int spread = 2 * std::min(attempt, 20) + 1;
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    timer.expires_after(std::chrono::milliseconds(1 + 2 * attempt));
+    timer.expires_after(std::chrono::milliseconds(1 + static_cast<int>(rng() % spread)));
     asio::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
@@ -316,7 +326,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
                                                   std::vector<Id> ids) {
     auto [db, coll] = splitNs(ns);
     Status last = Status::OK();
-    for (int attempt = 0; attempt < 20; ++attempt) {
+    for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
         auto present = co_await presentIn(t, ns, ids);
         if (!present.isOK()) co_return present.getStatus();
         std::vector<Id> absent;
@@ -348,7 +358,9 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
     }
     if (last.code() != ErrorCode::WriteConflict) co_return last;
     co_return Status(ErrorCode::WriteConflict,
-                     "halocline: could not copy documents up from the archive after 20 attempts: " +
+                     fmt::format("halocline: could not copy documents up from the archive "
+                                 "after {} attempts: ",
+                                 kTransientAttempts) +
                          last.reason());
 }
 
@@ -589,7 +601,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                                                                const bson_t* retryKey) {
     auto [db, coll] = splitNs(ns);
     Status last = Status::OK();
-    for (int attempt = 0; attempt < 20; ++attempt) {
+    for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
         auto lease = t.fastSessions.take();
         Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
         DeleteResult out;
