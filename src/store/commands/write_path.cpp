@@ -77,8 +77,16 @@ std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId) {
     CurrentOperation& cur = currentOperation();
     if (!cur.retryable) return std::nullopt;
     PooledSession s(store.catalog().sessions());
-    Txn txn(*s);
-    return cur.sessions->findStatement(*s, *cur.retryable, cur.txnNumber, stmtId);
+    for (int attempt = 0;; ++attempt) {
+        try {
+            Txn txn(*s);
+            return cur.sessions->findStatement(*s, *cur.retryable, cur.txnNumber, stmtId);
+        } catch (const DBException& e) {
+            // A read WiredTiger rolled back (cache pressure): read again.
+            if (e.code() != ErrorCode::WriteConflict || attempt >= 1000) throw;
+            std::this_thread::yield();
+        }
+    }
 }
 
 void recordOutcome(Store&, Session& s, int32_t stmtId, const bson_t* outcome) {

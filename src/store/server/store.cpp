@@ -414,6 +414,50 @@ void Store::waitForReadConcern(const bson_t* cmd) {
     }
 }
 
+namespace {
+
+/// Whether a command only reads: find, count, distinct, or an aggregate with no
+/// $out or $merge stage.
+bool pureRead(const OperationContext& op) {
+    if (op.name == "find" || op.name == "count" || op.name == "distinct") return true;
+    if (op.name != "aggregate") return false;
+    bson_iter_t it, stages;
+    if (!bson::find(op.cmd, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return false;
+    bson_iter_recurse(&it, &stages);
+    while (bson_iter_next(&stages)) {
+        bson_iter_t stage;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) ||
+            !bson_iter_next(&stage))
+            return false;
+        std::string_view name = bson_iter_key(&stage);
+        if (name == "$out" || name == "$merge") return false;
+    }
+    return true;
+}
+
+/// Runs a command outside any multi-document transaction. A pure read that
+/// WiredTiger rolled back (it may, under cache pressure) runs again, as mongod
+/// retries a WriteConflict internally instead of reporting it. Writes retry
+/// inside their own storage transaction (runWriteTxn).
+void runOutsideTransaction(OperationContext& op, const CommandSpec& spec, bson_t* body) {
+    if (!pureRead(op)) {
+        spec.run(op, body);
+        return;
+    }
+    for (int attempt = 0;; ++attempt) {
+        try {
+            spec.run(op, body);
+            return;
+        } catch (const DBException& e) {
+            if (e.code() != ErrorCode::WriteConflict || attempt >= 1000) throw;
+            bson_reinit(body);
+            std::this_thread::yield();
+        }
+    }
+}
+
+}  // namespace
+
 void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
     if (isReplicaSet()) waitForReadConcern(op.cmd);
     bson_t lsidDoc;
@@ -421,7 +465,7 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         if (bson_has_field(op.cmd, "txnNumber"))
             uasserted(ErrorCode::IllegalOperation,
                       "Transaction numbers are only allowed on commands with a session id");
-        spec.run(op, body);
+        runOutsideTransaction(op, spec, body);
         return;
     }
     auto st = sessions_->get(&lsidDoc);
@@ -440,7 +484,7 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         if (autocommitFalse || startTxn)
             uasserted(ErrorCode::InvalidOptions,
                       "txnNumber must be provided for multi-document transactions");
-        spec.run(op, body);  // a plain session: nothing to track
+        runOutsideTransaction(op, spec, body);  // a plain session: nothing to track
         return;
     }
     std::unique_lock lk(st->mu);

@@ -486,7 +486,7 @@ class Tiered {
     const archivePath = path.join(this.dir, 'archive');
     fs.mkdirSync(fastPath);
     fs.mkdirSync(archivePath);
-    const extraArgs = this.auth ? ['--auth'] : [];
+    const extraArgs = [...(common.extraArgs || []), ...(this.auth ? ['--auth'] : [])];
     [this.fast, this.archive] = await Promise.all([
       startStore({ ...common, dbpath: fastPath, replSet: 'fast', extraArgs }),
       startStore({ ...common, dbpath: archivePath, replSet: 'archive', extraArgs }),
