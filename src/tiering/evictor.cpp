@@ -308,12 +308,10 @@ class Evictor {
         BSON_APPEND_UTF8(up.mut(), "update", Metadata::kPins);
         bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-        char buf[16];
+        ArrayKey key;
         for (size_t i = 0; i < keep->size(); ++i) {
-            const char* k;
-            bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
             bson_t stmt, q, u, set, soi;
-            bson_append_document_begin(&arr, k, -1, &stmt);
+            bson_append_document_begin(&arr, key(i), -1, &stmt);
             BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
             t.meta.appendTombstoneKey(&q, "_id", ns, (*keep)[i]);
             bson_append_document_end(&stmt, &q);

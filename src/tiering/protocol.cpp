@@ -40,12 +40,7 @@ void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
     bson_append_document_begin(out, key, -1, &f);
     bson_append_document_begin(&f, "_id", 3, &in);
     bson_append_array_begin(&in, "$in", 3, &arr);
-    char buf[16];
-    auto k = [&buf](size_t i) {
-        const char* key;
-        bson_uint32_to_string(static_cast<uint32_t>(i), &key, buf, sizeof buf);
-        return key;
-    };
+    ArrayKey k;
     for (size_t i = 0; i < ids.size(); ++i) {
         bson_iter_t it;
         if (const bson_value_t* v = idValue(ids[i], &it)) bson_append_value(&arr, k(i), -1, v);
@@ -61,12 +56,7 @@ void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const
     bson_append_document_begin(out, key, -1, &f);
     bson_append_document_begin(&f, "_id", 3, &in);
     bson_append_array_begin(&in, "$in", 3, &arr);
-    char buf[16];
-    auto k = [&buf](size_t i) {
-        const char* key;
-        bson_uint32_to_string(static_cast<uint32_t>(i), &key, buf, sizeof buf);
-        return key;
-    };
+    ArrayKey k;
     for (size_t i = 0; i < ids.size(); ++i) meta.appendTombstoneKey(&arr, k(i), ns, ids[i]);
     bson_append_array_end(&in, &arr);
     bson_append_document_end(&f, &in);
@@ -240,12 +230,10 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
         BSON_APPEND_UTF8(guards.mut(), "insert", Metadata::kTombstones);
         bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(guards.mut(), "documents", &arr);
-        char buf[16];
+        ArrayKey key;
         for (size_t i = 0; i < ids.size(); ++i) {
-            const char* k;
-            bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
             bson_t g;
-            bson_append_document_begin(&arr, k, -1, &g);
+            bson_append_document_begin(&arr, key(i), -1, &g);
             t.meta.appendTombstoneKey(&g, "_id", ns, ids[i]);
             BSON_APPEND_BOOL(&g, "promote", true);
             bson_append_document_end(&arr, &g);
@@ -261,9 +249,7 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
         BSON_APPEND_UTF8(ins.mut(), "insert", coll.c_str());
         BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
         for (size_t i = 0; i < docs.size(); ++i) {
-            const char* k;
-            bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
-            bson_append_document(&arr, k, -1, docs[i]->get());
+            bson_append_document(&arr, key(i), -1, docs[i]->get());
         }
         bson_append_array_end(ins.mut(), &arr);
         BSON_APPEND_UTF8(ins.mut(), "$db", db.c_str());
@@ -427,12 +413,10 @@ asio::awaitable<Status> pinIds(Tiers& t, const std::string& ns, const std::vecto
     BSON_APPEND_UTF8(up.mut(), "update", Metadata::kPins);
     bson_t arr;
     BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-    char buf[16];
+    ArrayKey key;
     for (size_t i = 0; i < ids.size(); ++i) {
-        const char* k;
-        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
         bson_t stmt, q, u, inc, set;
-        bson_append_document_begin(&arr, k, -1, &stmt);
+        bson_append_document_begin(&arr, key(i), -1, &stmt);
         BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
         t.meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
         bson_append_document_end(&stmt, &q);
@@ -668,12 +652,10 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                 BSON_APPEND_UTF8(up.mut(), "update", Metadata::kTombstones);
                 bson_t arr;
                 BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-                char buf[16];
+                ArrayKey key;
                 for (size_t i = 0; i < ids.size(); ++i) {
-                    const char* k;
-                    bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
                     bson_t stmt, q, u;
-                    bson_append_document_begin(&arr, k, -1, &stmt);
+                    bson_append_document_begin(&arr, key(i), -1, &stmt);
                     BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
                     t.meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
                     bson_append_document_end(&stmt, &q);

@@ -43,6 +43,19 @@ struct Metadata {
 };
 
 /// What the proxy and the workers share to run the protocol.
+/// "0", "1", ... for array keys.
+class ArrayKey {
+  public:
+    const char* operator()(size_t i) {
+        const char* k;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf_, sizeof buf_);
+        return k;
+    }
+
+  private:
+    char buf_[16];
+};
+
 struct Tiers {
     Tier& fast;
     Tier& archive;

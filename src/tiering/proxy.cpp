@@ -456,16 +456,28 @@ asio::awaitable<bson::Doc> ClientConnection::forward(Tier& tier, const wire::OpM
     co_return rewriteReply(tier, r.getValue().get(), ns, fastTiered);
 }
 
+namespace {
+
+/// {ping: 1, $db: "admin"}, built once: archive reads send it on every call.
+const bson_t* pingCommand() {
+    static const bson::Doc cmd = [] {
+        bson::Doc d;
+        BSON_APPEND_INT32(d.mut(), "ping", 1);
+        BSON_APPEND_UTF8(d.mut(), "$db", "admin");
+        return d;
+    }();
+    return cmd.get();
+}
+
+}  // namespace
+
 asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpTime after) {
     SharedState& s = p_.state();
     OpTime target = after;
     if (p_.config().causalReads) {
         // Every write acknowledged before this read, through this proxy or any
         // other, is at or before the fast tier's time now.
-        bson::Doc ping;
-        BSON_APPEND_INT32(ping.mut(), "ping", 1);
-        BSON_APPEND_UTF8(ping.mut(), "$db", "admin");
-        auto r = co_await p_.fast().runOk(ping.get());
+        auto r = co_await p_.fast().runOk(pingCommand());
         if (!r.isOK()) co_return r.getStatus();
         bson_iter_t it;
         if (!bson_iter_init_find(&it, r.getValue().get(), "operationTime"))
@@ -1232,11 +1244,8 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
             asio::steady_timer timer(io_);
             Status last = Status::OK();
             while (true) {
-                bson::Doc ping;
-                BSON_APPEND_INT32(ping.mut(), "ping", 1);
-                BSON_APPEND_UTF8(ping.mut(), "$db", "admin");
-                auto a = co_await archive_.runOk(ping.get());
-                auto f = co_await fast_.runOk(ping.get());
+                auto a = co_await archive_.runOk(pingCommand());
+                auto f = co_await fast_.runOk(pingCommand());
                 if (a.isOK() && f.isOK()) {
                     last = co_await ensureSetup(cfg_, tiers_);
                     if (last.isOK()) break;

@@ -118,19 +118,6 @@ class FailureLog {
     std::chrono::milliseconds backoff_{250};
 };
 
-/// "0", "1", ... for array keys.
-class ArrayKey {
-  public:
-    const char* operator()(size_t i) {
-        const char* k;
-        bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf_, sizeof buf_);
-        return k;
-    }
-
-  private:
-    char buf_[16];
-};
-
 /// {key: {_id: {$in: [ids]}}}
 /// {key: {_id: {$in: [{ns, id}...]}}}: the tombstones of `ids`.
 /// The tombstone _id {ns, id} of a tombstone document, as (ns, Id).
