@@ -84,7 +84,7 @@ std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId) {
         } catch (const DBException& e) {
             // A read WiredTiger rolled back (cache pressure): read again.
             if (e.code() != ErrorCode::WriteConflict || attempt >= 1000) throw;
-            std::this_thread::yield();
+            writeConflictBackoff(attempt);
         }
     }
 }

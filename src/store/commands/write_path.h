@@ -37,6 +37,11 @@ auto runWriteTxn(Store& store, Fn&& fn) {
         Oplog::Unit unit(store.oplog(), *txn->wtSession, &txn->txnOps);
         return fn(*txn->wtSession, unit);
     }
+    // Trims the oplog once the write is done (it catches its own errors).
+    struct TrimAfter {
+        Oplog& log;
+        ~TrimAfter() { log.truncateIfNeeded(); }
+    } trim{store.oplog()};
     PooledSession s(store.catalog().sessions());
     for (int attempt = 0;; ++attempt) {
         try {
@@ -44,22 +49,20 @@ auto runWriteTxn(Store& store, Fn&& fn) {
             Oplog::Unit unit(store.oplog(), *s);
             if constexpr (std::is_void_v<decltype(fn(*s, unit))>) {
                 fn(*s, unit);
-                txn.commit(true);
+                txn.commitThenSync();
                 unit.committed();
-                store.oplog().truncateIfNeeded();
                 return;
             } else {
                 auto r = fn(*s, unit);
-                txn.commit(true);
+                txn.commitThenSync();
                 unit.committed();
-                store.oplog().truncateIfNeeded();
                 return r;
             }
         } catch (const DBException& e) {
             // Also a conflict that reached us as a Status (not only the
             // exception type): a single-document write never reports it.
             if (e.code() != ErrorCode::WriteConflict || attempt > 10000) throw;
-            std::this_thread::yield();
+            writeConflictBackoff(attempt);
         }
     }
 }

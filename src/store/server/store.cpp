@@ -451,7 +451,7 @@ void runOutsideTransaction(OperationContext& op, const CommandSpec& spec, bson_t
         } catch (const DBException& e) {
             if (e.code() != ErrorCode::WriteConflict || attempt >= 1000) throw;
             bson_reinit(body);
-            std::this_thread::yield();
+            writeConflictBackoff(attempt);
         }
     }
 }

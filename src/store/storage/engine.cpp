@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "common/log.h"
 
@@ -39,6 +41,23 @@ void Session::begin(const char* config) {
 void Session::commit(bool durable) {
     inTxn_ = false;
     wtCheck(s_->commit_transaction(s_, durable ? "sync=on" : "sync=off"), "commit_transaction");
+}
+
+void Session::commitThenSync() {
+    commit(false);
+    wtCheck(s_->log_flush(s_, "sync=on"), "log_flush");
+}
+
+void writeConflictBackoff(int attempt) {
+    if (attempt < 4) {
+        std::this_thread::yield();
+        return;
+    }
+    std::chrono::microseconds wait = attempt < 10    ? std::chrono::microseconds(100)
+                                     : attempt < 100 ? std::chrono::microseconds(1000)
+                                     : attempt < 200 ? std::chrono::microseconds(5000)
+                                                     : std::chrono::microseconds(10000);
+    std::this_thread::sleep_for(wait);
 }
 
 void Session::rollback() {

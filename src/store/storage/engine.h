@@ -69,8 +69,15 @@ class Session {
     /// Opens a cursor; throws on failure (a missing table is a bug by then).
     Cursor open(const std::string& uri, const char* config = nullptr);
     void begin(const char* config = "isolation=snapshot");
-    /// Commits; `durable` forces the journal to disk before returning.
+    /// Commits; `durable` forces the journal to disk before returning, which
+    /// keeps the transaction's updates uncommitted (conflicting) for the whole
+    /// log sync. Writers that others may race use commitThenSync() instead.
     void commit(bool durable = true);
+    /// Commits without waiting, then waits until the journal holding the
+    /// commit is on disk (mongod's waitUntilDurable after a j:true write): the
+    /// updates stop conflicting as soon as they are committed, and concurrent
+    /// commits share one log sync.
+    void commitThenSync();
     void rollback();
     bool inTransaction() const { return inTxn_; }
 
@@ -89,10 +96,17 @@ class Txn {
         if (s_.inTransaction()) s_.rollback();
     }
     void commit(bool durable = true) { s_.commit(durable); }
+    void commitThenSync() { s_.commitThenSync(); }
 
   private:
     Session& s_;
 };
+
+/// Waits before attempt `attempt` (0-based) of an operation that WiredTiger
+/// refused with a write conflict, as mongod backs off: the first retries at
+/// once, later ones sleep longer (up to 10 ms), so a writer waiting out
+/// another's commit does not spin on the CPU that commit needs.
+void writeConflictBackoff(int attempt);
 
 class Engine {
   public:

@@ -127,7 +127,7 @@ void SessionCatalog::commit(SessionState& st) {
             e.txnNumber = st.txnNumber;
             unit.append(std::move(e));
         }
-        st.wtSession->commit(true);
+        st.wtSession->commitThenSync();
         unit.committed();
     } catch (...) {
         if (st.wtSession->inTransaction()) st.wtSession->rollback();
