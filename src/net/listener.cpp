@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "net/frame_reader.h"
 #include "net/tls.h"
 
 namespace halo::net {
@@ -164,19 +165,13 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
 template <typename Stream>
 asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler, uint64_t id,
                                           const uint8_t* firstHeader) {
-    asio::error_code ec;
-    uint8_t header[4];
-    bool haveHeader = firstHeader != nullptr;
+    FrameReader reader;
+    if (firstHeader) reader.prepend(firstHeader, 4);
     bool first = true;
-    if (haveHeader) std::memcpy(header, firstHeader, 4);
     while (true) {
-        if (!haveHeader) {
-            co_await asio::async_read(stream, asio::buffer(header, 4),
-                                      asio::redirect_error(asio::use_awaitable, ec));
-            if (ec) break;
-        }
-        haveHeader = false;
-        if (first && !tls_ && looksLikeTlsHandshake(header)) {
+        asio::error_code ec = co_await reader.fill(stream, 4);
+        if (ec) break;
+        if (first && !tls_ && looksLikeTlsHandshake(reader.data())) {
             // As mongod does: say why a TLS client gets nowhere here.
             log::warning("network", 23007,
                          "TLS handshake received but net.tls.mode is disabled; closing "
@@ -185,17 +180,14 @@ asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler,
             break;
         }
         first = false;
-        int32_t len;
-        std::memcpy(&len, header, 4);
+        int32_t len = reader.frameLength();
         if (len < kMinFrame || len > kMaxFrame) {
             log::warning("network", 22988, "Invalid message length; closing connection",
                          fmt::format(R"({{"connectionId":{},"length":{}}})", id, len));
             break;
         }
-        Frame frame(static_cast<size_t>(len));
-        std::memcpy(frame.data(), header, 4);
-        co_await asio::async_read(stream, asio::buffer(frame.data() + 4, frame.size() - 4),
-                                  asio::redirect_error(asio::use_awaitable, ec));
+        Frame frame;
+        ec = co_await reader.take(stream, static_cast<size_t>(len), &frame);
         if (ec) break;
         HandlerResult r = co_await handler.onFrame(std::move(frame));
         if (r.reply) {

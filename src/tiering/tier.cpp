@@ -13,6 +13,7 @@
 
 #include "auth/scram.h"
 #include "common/log.h"
+#include "net/frame_reader.h"
 #include "wire/message.h"
 
 namespace halo::tiering {
@@ -23,6 +24,7 @@ struct Tier::Conn {
     // TLS over `sock` when the tier's URI asks for it (declared after `sock`,
     // so destroyed before it).
     std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls;
+    net::FrameReader reader;
 };
 
 namespace {
@@ -536,25 +538,21 @@ Status connectionLost(const asio::error_code& ec, const std::string& name) {
 }
 
 template <typename Stream>
-asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, const Frame& request, int32_t rid,
+asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, net::FrameReader& reader,
+                                                const Frame& request, int32_t rid,
                                                 const std::string& name) {
     asio::error_code ec;
     co_await asio::async_write(stream, asio::buffer(request),
                                asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return connectionLost(ec, name);
-    uint8_t header[4];
-    co_await asio::async_read(stream, asio::buffer(header, 4),
-                              asio::redirect_error(asio::use_awaitable, ec));
+    ec = co_await reader.fill(stream, 4);
     if (ec) co_return connectionLost(ec, name);
-    int32_t len;
-    std::memcpy(&len, header, 4);
+    int32_t len = reader.frameLength();
     if (len < wire::kHeaderSize || len > wire::kMaxMessageSizeBytes)
         co_return Status(ErrorCode::ProtocolError,
                          fmt::format("{} tier: invalid reply length {}", name, len));
-    Frame reply(static_cast<size_t>(len));
-    std::memcpy(reply.data(), header, 4);
-    co_await asio::async_read(stream, asio::buffer(reply.data() + 4, reply.size() - 4),
-                              asio::redirect_error(asio::use_awaitable, ec));
+    Frame reply;
+    ec = co_await reader.take(stream, static_cast<size_t>(len), &reply);
     if (ec) co_return connectionLost(ec, name);
     int32_t responseTo;
     std::memcpy(&responseTo, reply.data() + 8, 4);
@@ -570,8 +568,8 @@ asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, const Frame& req
 asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
     int32_t rid = nextRequestId_++;
     std::memcpy(request.data() + 4, &rid, 4);
-    if (c.tls) co_return co_await exchangeOver(*c.tls, request, rid, name_);
-    co_return co_await exchangeOver(c.sock, request, rid, name_);
+    if (c.tls) co_return co_await exchangeOver(*c.tls, c.reader, request, rid, name_);
+    co_return co_await exchangeOver(c.sock, c.reader, request, rid, name_);
 }
 
 asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
