@@ -7,7 +7,7 @@ PKGS=(
   libbson-dev libmongoc-dev libwiredtiger-dev wiredtiger
   libasio-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libssl-dev openssl libsnappy-dev libzstd-dev zlib1g-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev libgoogle-perftools-dev
   python3-pymongo python3-snappy python3-zstandard
   chromium
 )
