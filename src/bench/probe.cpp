@@ -79,4 +79,31 @@ StatusWith<CollectionSize> collectionSize(const std::string& uri, const std::str
     return CollectionSize{count.getValue(), size.getValue()};
 }
 
+StatusWith<ProxyRouting> proxyRouting(const std::string& proxyUri) {
+    bson_t reply;
+    Status s = runCommand(proxyUri, "admin", BCON_NEW("haloclineStatus", BCON_INT32(1)), &reply);
+    ProxyRouting out;
+    bson_t routing;
+    bson_iter_t it;
+    if (s.isOK()) {
+        if (bson_iter_init_find(&it, &reply, "routing") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&routing, data, len);
+            auto fast = int64Field(&routing, "fast");
+            auto archive = int64Field(&routing, "archive");
+            if (fast.isOK() && archive.isOK())
+                out = {fast.getValue(), archive.getValue()};
+            else
+                s = fast.isOK() ? archive.getStatus() : fast.getStatus();
+        } else {
+            s = Status(ErrorCode::OperationFailed, "haloclineStatus reply has no routing");
+        }
+    }
+    bson_destroy(&reply);
+    if (!s.isOK()) return s;
+    return out;
+}
+
 }  // namespace halo::bench

@@ -21,4 +21,11 @@ struct CollectionSize {
 StatusWith<CollectionSize> collectionSize(const std::string& uri, const std::string& db,
                                           const std::string& coll);
 
+/// Reads the proxy has routed so far (`haloclineStatus` routing totals).
+struct ProxyRouting {
+    int64_t fast = 0;
+    int64_t archive = 0;
+};
+StatusWith<ProxyRouting> proxyRouting(const std::string& proxyUri);
+
 }  // namespace halo::bench

@@ -207,6 +207,7 @@ struct Measured {
     double diskReadsPerSec = -1;  // archive disk reads during the run (warm-up included)
     double otherCpuPct = -1;      // CPU the idle side used meanwhile (should be ~0)
     int64_t fastDocs = -1;        // cold start: documents in the fast tier at the end
+    double fastReadPct = -1;      // tiered: share of reads the proxy sent to the fast tier
 };
 
 /// A running store or proxy and where it listens.
@@ -581,6 +582,9 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
     for (auto* p : idle) cpu0 += std::max(0.0, p->cpuSeconds());
     ro.insertStart = *nextInsert;
     ro.seed = 1000 + static_cast<uint64_t>(round);
+    std::optional<ProxyRouting> routed0;
+    if (side == "tiered")
+        if (auto r0 = proxyRouting(ro.uri); r0.isOK()) routed0 = r0.getValue();
     auto t0 = Clock::now();
     auto r = halo::bench::run(spec, ro);
     if (!r.isOK()) return r.getStatus();
@@ -594,6 +598,14 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
     *nextInsert = m.report.nextInsert;
     if (conf && reads0 >= 0)
         m.diskReadsPerSec = static_cast<double>(conf->diskReads() - reads0) / m.wallSec;
+    if (routed0) {
+        auto routed1 = proxyRouting(ro.uri);
+        if (routed1.isOK()) {
+            int64_t fast = routed1.getValue().fast - routed0->fast;
+            int64_t all = fast + routed1.getValue().archive - routed0->archive;
+            if (all > 0) m.fastReadPct = 100.0 * static_cast<double>(fast) / all;
+        }
+    }
     if (!idle.empty()) {
         double cpu1 = 0;
         for (auto* p : idle) cpu1 += std::max(0.0, p->cpuSeconds());
@@ -618,6 +630,8 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
                 ? fmt::format(" (IOPS-bound: {:.0f}% of the cap)",
                               100 * m.diskReadsPerSec / o_.readIops)
                 : fmt::format(" ({:.0f}% of the cap)", 100 * m.diskReadsPerSec / o_.readIops));
+    if (m.fastReadPct >= 0)
+        line += fmt::format("  reads from the fast tier {:.0f}%", m.fastReadPct);
     if (m.otherCpuPct >= 0) line += fmt::format("  idle side CPU {:.0f}%", m.otherCpuPct);
     if (!rep.firstError.empty()) line += "\n      first error: " + rep.firstError;
     say(line);

@@ -165,7 +165,8 @@ asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::st
     co_return out;
 }
 
-/// Which of `ids` have a tombstone.
+}  // namespace
+
 asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
                                                             const std::vector<Id>& ids) {
     bson::Doc tf;
@@ -184,8 +185,6 @@ asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std:
     for (size_t i = 0; i < ids.size(); ++i) out[i] = dead.count(idKey(ids[i])) > 0;
     co_return out;
 }
-
-}  // namespace
 
 asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
                                                        const std::vector<Id>& ids) {

@@ -76,6 +76,9 @@ struct FastPresence {
 };
 asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
                                                        const std::vector<Id>& ids);
+/// Of `ids`, the ones tombstoned in the fast tier (fastPresence's second half).
+asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
+                                                            const std::vector<Id>& ids);
 
 /// CONSISTENCY.md, Promotion: makes every id in `ids` that exists only in the
 /// archive present in the fast tier. Returns the number of documents copied up.

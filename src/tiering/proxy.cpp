@@ -154,6 +154,17 @@ std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const b
 
 /// {lsid, txnNumber, stmt} of a retryable write's statement; empty when the
 /// command is not a retryable write.
+/// A find whose answer is empty exactly when no document has the _id: the
+/// filter names nothing else, and no skip, collation or index bounds can
+/// exclude the document.
+bool plainIdLookup(const bson_t* cmd) {
+    bson_t filter;
+    if (!bson::subDocument(cmd, "filter", &filter) || bson_count_keys(&filter) != 1) return false;
+    for (const char* k : {"skip", "collation", "min", "max"})
+        if (bson_has_field(cmd, k)) return false;
+    return true;
+}
+
 bson::Doc retryKeyOf(const bson_t* cmd, int stmt) {
     bson::Doc key;
     bson_t lsid;
@@ -753,6 +764,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     }
     if (d.route == Route::FastThenArchive) {
         bson::Doc fbody = forwardBody(cmd, false);
+        const bool plainId = plainIdLookup(cmd);
         std::vector<Id> ids;
         ids.push_back(d.lookupId->copy());
         bool wasPresent = false;
@@ -766,7 +778,14 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                 bson::subDocument(&cursor, "firstBatch", &batch))
                 nonEmpty = !bson_empty(&batch);
             bool answered = !replyStatus(reply).isOK() || nonEmpty;
-            if (!answered) {
+            if (!answered && plainId) {
+                // Nothing but the _id: empty means absent when the fast tier
+                // read. Tombstoned: deleted, the empty answer stands. Else the
+                // archive is current (invariant A).
+                auto dead = co_await tombstonedIn(p_.tiers(), p.ns, ids);
+                if (!dead.isOK()) co_return errorDoc(dead.getStatus());
+                answered = dead.getValue()[0];
+            } else if (!answered) {
                 // Empty. Does the fast tier know the document? Deleted: the
                 // empty answer stands. Present now, but absent when we read (it
                 // was just copied up): read again. Present both times: it does

@@ -390,6 +390,31 @@ test('without workers, an archive read after a write times out with 262 instead 
   }
 });
 
+test('without workers, an exact _id lookup of a document deleted through the proxy answers nothing while the archive still holds it', { timeout: 120_000 }, async () => {
+  const t2 = await startTiered({ collections: [NS], horizon: '10m', workers: false });
+  try {
+    const archive = await t2.tierClient('archive');
+    await archive.db('shop').collection('orders').insertMany([
+      { _id: 'gone', date: OLD, cat: 1 },
+      { _id: 'kept', date: OLD, cat: 1 },
+    ]);
+    const c = await t2.client({ retryReads: false });
+    const o = c.db('shop').collection('orders');
+    // Absent from the fast tier and not deleted: the archive answers.
+    assert.deepEqual(await o.findOne({ _id: 'kept' }), { _id: 'kept', date: OLD, cat: 1 });
+    assert.deepEqual(await o.findOne({ _id: 'kept', cat: 1 }), { _id: 'kept', date: OLD, cat: 1 });
+    assert.equal(await o.findOne({ _id: 'kept', cat: 2 }), null);
+    assert.equal((await o.deleteOne({ _id: 'gone' })).deletedCount, 1);
+    // No feeder: the archive still has it; only the fast tier's tombstone says it is gone.
+    assert.deepEqual((await t2.tierDocs('archive', NS)).map((d) => d._id).sort(), ['gone', 'kept']);
+    assert.equal(await o.findOne({ _id: 'gone' }), null, 'a plain _id lookup answered a deleted document');
+    assert.equal(await o.findOne({ _id: { $eq: 'gone' } }), null, '$eq _id lookup answered a deleted document');
+    assert.equal(await o.findOne({ _id: 'gone', cat: 1 }), null, 'an _id lookup with another condition answered a deleted document');
+  } finally {
+    await t2.cleanup();
+  }
+});
+
 /**
  * countDocuments({cat: 1}) on a tiered collection whose only document (cat 1, written through
  * a proxy, acknowledged) never reached the archive: the answer 1 is impossible without a
