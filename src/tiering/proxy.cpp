@@ -246,7 +246,10 @@ class ClientConnection : public net::FrameHandler {
     /// Pins and promotes what a write with `filter` can touch (appends to `pins`).
     asio::awaitable<Status> prepare(const CollectionPolicy& p, const bson_t* filter,
                                     std::vector<Pinned>* pins);
-    asio::awaitable<void> release(std::vector<Pinned>& pins);
+    /// Unpins in the background: the write is done, so the client need not
+    /// wait for the pins' own journal sync (a pin a crash leaves behind goes
+    /// stale and the evictor ignores it, kStalePinMillis).
+    void release(std::vector<Pinned>& pins);
     asio::awaitable<Status> awaitFeeder(const std::string& ns, OpTime after);
 
     Proxy& p_;
@@ -878,8 +881,15 @@ asio::awaitable<Status> ClientConnection::prepare(const CollectionPolicy& p, con
     co_return Status::OK();
 }
 
-asio::awaitable<void> ClientConnection::release(std::vector<Pinned>& pins) {
-    for (auto& p : pins) co_await unpin(p_.tiers(), p);
+void ClientConnection::release(std::vector<Pinned>& pins) {
+    if (pins.empty()) return;
+    auto* proxy = &p_;
+    asio::co_spawn(
+        p_.io(),
+        [proxy, pins = std::move(pins)]() -> asio::awaitable<void> {
+            for (auto& pin : pins) co_await unpin(proxy->tiers(), pin);
+        },
+        asio::detached);
     pins.clear();
 }
 
@@ -919,17 +929,17 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
         prepared = co_await prepare(p, &q, &pins);
         if (prepared.isOK() && truthy(cmd, "remove")) {
             bson::Doc out = co_await tieredRemove(p, cmd);
-            co_await release(pins);
+            release(pins);
             co_return out;
         }
     }
     if (!prepared.isOK()) {
-        co_await release(pins);
+        release(pins);
         co_return errorDoc(prepared);
     }
     bson::Doc body = forwardBody(cmd, false);
     auto r = co_await send(p_.fast(), msg, body.get());
-    co_await release(pins);
+    release(pins);
     if (!r.isOK()) co_return errorDoc(r.getStatus());
     co_return rewriteReply(p_.fast(), r.getValue().get(), p.ns, false);
 }
@@ -973,7 +983,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
                 r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
                                                   hasCollation ? &collation : nullptr,
                                                   retryKey.empty() ? nullptr : retryKey.get());
-            co_await release(pins);
+            release(pins);
         }
         if (!r.isOK()) {
             bson_t e;
