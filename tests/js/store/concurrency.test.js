@@ -66,3 +66,39 @@ test('concurrent writers and change-stream tailers agree on every write', async 
     await server.cleanup();
   }
 });
+
+test('writers racing on one document all succeed: no WriteConflict reaches a client and every $inc counts', async () => {
+  const server = await startStore({ replSet: 'rs0' });
+  const uri = server.uri({ replicaSet: 'rs0', directConnection: 'false' });
+  const clients = [];
+  try {
+    const RACERS = 16;
+    const EACH = 40;
+    for (let r = 0; r < RACERS; r++) {
+      // One connection each, no driver retries: every conflict is the server's to absorb.
+      const c = new MongoClient(uri, { serverSelectionTimeoutMS: 10000, maxPoolSize: 1, retryWrites: false });
+      await c.connect();
+      clients.push(c);
+    }
+    const name = `hot_${process.pid}`;
+    await clients[0].db('conc').collection(name).insertOne({ _id: 'hot', v: 0 });
+    const errors = [];
+    await Promise.all(clients.map(async (c) => {
+      const coll = c.db('conc').collection(name);
+      for (let i = 0; i < EACH; i++) {
+        try {
+          const r = await coll.updateOne({ _id: 'hot' }, { $inc: { v: 1 } }, { writeConcern: { w: 1, j: true } });
+          if (r.modifiedCount !== 1) errors.push(`modifiedCount ${r.modifiedCount}`);
+        } catch (e) {
+          errors.push(`${e.code} ${e.message}`);
+        }
+      }
+    }));
+    assert.deepEqual(errors, []);
+    const doc = await clients[0].db('conc').collection(name).findOne({ _id: 'hot' });
+    assert.equal(doc.v, RACERS * EACH);
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await server.cleanup();
+  }
+});
