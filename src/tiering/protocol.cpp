@@ -706,7 +706,8 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
         }
         co_await txn.abort();
         t.fastSessions.give(std::move(lease));
-        if (!isTransient(st)) co_return st;
+        // Redoing a delete that did commit would find nothing and answer n: 0.
+        if (!isTransient(st) || txn.commitUnknown()) co_return st;
         last = st;
         co_await backoff(attempt);
     }

@@ -710,7 +710,36 @@ asio::awaitable<StatusWith<bson::Doc>> Transaction::commit() {
     BSON_APPEND_BOOL(&wc, "j", true);
     bson_append_document_end(c.mut(), &wc);
     BSON_APPEND_UTF8(c.mut(), "$db", "admin");
-    co_return co_await tier_.runOk(c.get());
+    // Errors that say nothing about whether the commit ran: the connection
+    // failed, or the server went away (a reply that refuses the commit, such
+    // as NoSuchTransaction, is an answer).
+    auto unanswered = [](const Status& s) {
+        switch (s.code()) {
+            case ErrorCode::HostUnreachable:
+            case ErrorCode::NotWritablePrimary:
+            case ErrorCode::InterruptedAtShutdown:
+            case ErrorCode::ShutdownInProgress:
+                return true;
+            default:
+                return false;
+        }
+    };
+    auto deadline = std::chrono::steady_clock::now() + kCommitRetryWindow;
+    auto pause = std::chrono::milliseconds(10);
+    while (true) {
+        auto r = co_await tier_.runOk(c.get());
+        if (r.isOK() || !unanswered(r.getStatus())) {
+            commitUnknown_ = false;
+            co_return r;
+        }
+        commitUnknown_ = true;
+        if (std::chrono::steady_clock::now() + pause > deadline) co_return r;
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        timer.expires_after(pause);
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        pause = std::min(pause * 2, std::chrono::milliseconds(200));
+    }
 }
 
 asio::awaitable<void> Transaction::abort() {

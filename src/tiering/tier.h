@@ -11,6 +11,7 @@
 // before any command runs on it.
 #include <asio.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -123,14 +124,23 @@ class Transaction {
     Transaction(Tier& tier, const bson_t* lsid, int64_t txnNumber);
     asio::awaitable<StatusWith<bson::Doc>> run(const bson_t* cmd);
     /// The commit's reply (its operationTime is the transaction's time).
+    /// When the connection fails before the reply, the commit is retried (as
+    /// drivers do; the tier answers a committed transaction's retry with ok,
+    /// also after a restart) until the tier answers or kCommitRetryWindow ends.
     asio::awaitable<StatusWith<bson::Doc>> commit();
     asio::awaitable<void> abort();
+    /// After a failed commit(): the tier never answered, so the transaction
+    /// may have committed. Its work must not be redone as if it had not.
+    bool commitUnknown() const { return commitUnknown_; }
+
+    static constexpr std::chrono::seconds kCommitRetryWindow{10};
 
   private:
     Tier& tier_;
     bson::Doc lsid_;
     int64_t txnNumber_;
     bool started_ = false;
+    bool commitUnknown_ = false;
 };
 
 /// A pool of sessions for internal transactions: each transaction takes a

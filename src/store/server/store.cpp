@@ -514,7 +514,8 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
                 ErrorCode::ConflictingOperationInProgress,
                 fmt::format("Transaction {} has already been started on this session.", txnNumber));
         sessions_->begin(*st, txnNumber);
-    } else if (st->txnNumber != txnNumber) {
+    } else if (st->txnNumber != txnNumber &&
+               !(op.name == "commitTransaction" && sessions_->committedBefore(*st, txnNumber))) {
         uasserted(ErrorCode::NoSuchTransaction,
                   fmt::format("Given transaction number {} does not match any in-progress "
                               "transactions. The active "

@@ -11,6 +11,9 @@ namespace halo::store {
 namespace {
 
 constexpr const char* kRetryableUri = "table:_retryable";
+/// The stmtId under which a committed transaction records its outcome (after
+/// every statement id a retryable write can use).
+constexpr int32_t kCommittedStmt = -1;
 
 std::string lsidKey(const bson_t* lsid) {
     bson_iter_t it;
@@ -127,6 +130,18 @@ void SessionCatalog::commit(SessionState& st) {
             e.txnNumber = st.txnNumber;
             unit.append(std::move(e));
         }
+        // The outcome outlives a restart, so a commit retried after one (its
+        // reply was lost) answers ok instead of redoing or losing the work.
+        {
+            Cursor c = st.wtSession->open(kRetryableUri);
+            forgetOlder(c, st, st.txnNumber);
+            if (st.recordedTxn != st.txnNumber) st.recordedMaxStmt = -1;
+            st.recordedTxn = st.txnNumber;
+            st.recordedCommit = true;
+            bson::Doc committed;
+            BSON_APPEND_BOOL(committed.mut(), "committed", true);
+            putRecord(c, rowKey(st.key, st.txnNumber, kCommittedStmt), committed.get());
+        }
         st.wtSession->commitThenSync();
         unit.committed();
     } catch (...) {
@@ -202,6 +217,14 @@ std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const Session
 void SessionCatalog::recordStatement(Session& s, SessionState& st, int64_t txnNumber,
                                      int32_t stmtId, const bson_t* outcome) {
     Cursor c = s.open(kRetryableUri);
+    forgetOlder(c, st, txnNumber);
+    if (st.recordedTxn != txnNumber) st.recordedMaxStmt = -1;
+    st.recordedTxn = txnNumber;
+    st.recordedMaxStmt = std::max(st.recordedMaxStmt, stmtId);
+    putRecord(c, rowKey(st.key, txnNumber, stmtId), outcome);
+}
+
+void SessionCatalog::forgetOlder(Cursor& c, SessionState& st, int64_t txnNumber) {
     // Records of older transactions on this session can no longer be retried.
     if (!st.swept) {
         // Once per session after a start: whatever an earlier run left.
@@ -224,28 +247,49 @@ void SessionCatalog::recordStatement(Session& s, SessionState& st, int64_t txnNu
         }
         c->reset(c.get());
     } else if (st.recordedTxn >= 0 && st.recordedTxn < txnNumber) {
-        for (int32_t i = 0; i <= st.recordedMaxStmt; ++i) {
-            std::string old = rowKey(st.key, st.recordedTxn, i);
+        auto remove = [&](int32_t stmtId) {
+            std::string old = rowKey(st.key, st.recordedTxn, stmtId);
             WT_ITEM ok = item(old);
             c->set_key(c.get(), &ok);
             int ret = c->remove(c.get());
             if (ret != WT_NOTFOUND) wtCheck(ret, "retryable cleanup");
-        }
+        };
+        for (int32_t i = 0; i <= st.recordedMaxStmt; ++i) remove(i);
+        if (st.recordedCommit) remove(kCommittedStmt);
+        st.recordedCommit = false;
     }
     // Noted before the commit: a rolled-back attempt is retried with the same
     // txnNumber, and removing an absent key is harmless.
     st.swept = true;
-    if (st.recordedTxn != txnNumber) st.recordedMaxStmt = -1;
-    st.recordedTxn = txnNumber;
-    st.recordedMaxStmt = std::max(st.recordedMaxStmt, stmtId);
-    std::string key = rowKey(st.key, txnNumber, stmtId);
+}
+
+void SessionCatalog::putRecord(Cursor& c, const std::string& key, const bson_t* value) {
     WT_ITEM k = item(key);
     WT_ITEM v{};
-    v.data = bson_get_data(outcome);
-    v.size = outcome->len;
+    v.data = bson_get_data(value);
+    v.size = value->len;
     c->set_key(c.get(), &k);
     c->set_value(c.get(), &v);
     wtCheck(c->insert(c.get()), "retryable record");
+}
+
+bool SessionCatalog::committedBefore(SessionState& st, int64_t txnNumber) {
+    if (st.txnNumber > txnNumber) return false;
+    PooledSession s(catalog_.sessions());
+    Txn txn(*s);
+    Cursor c = s->open(kRetryableUri);
+    std::string key = rowKey(st.key, txnNumber, kCommittedStmt);
+    WT_ITEM k = item(key);
+    c->set_key(c.get(), &k);
+    int ret = c->search(c.get());
+    if (ret == WT_NOTFOUND) return false;
+    wtCheck(ret, "committed transaction lookup");
+    st.txnNumber = txnNumber;
+    st.txn = SessionState::Txn::Committed;
+    st.recordedTxn = txnNumber;
+    st.recordedMaxStmt = -1;
+    st.recordedCommit = true;
+    return true;
 }
 
 void SessionCatalog::reap(std::chrono::seconds txnLifetime, std::chrono::minutes idle) {

@@ -46,7 +46,8 @@ struct SessionState {
     // keeps removed keys until the page is reconciled), which grows per write.
     int64_t recordedTxn = -1;
     int32_t recordedMaxStmt = -1;
-    bool swept = false;  // records older than the store's start are removed
+    bool recordedCommit = false;  // recordedTxn is a committed transaction's
+    bool swept = false;           // records older than the store's start are removed
 };
 
 /// What a command runs under: nothing, a retryable write, or a transaction.
@@ -67,8 +68,13 @@ class SessionCatalog {
 
     // Transactions (the caller holds state.mu).
     void begin(SessionState& st, int64_t txnNumber);
+    /// Commits, recording the outcome durably in the same storage transaction.
     void commit(SessionState& st);
     void abort(SessionState& st);
+    /// Whether transaction `txnNumber` of this session committed, also before a
+    /// restart (then `st` becomes that transaction, committed): a retried
+    /// commitTransaction answers ok, as mongod's config.transactions makes it.
+    bool committedBefore(SessionState& st, int64_t txnNumber);
 
     // Retryable writes. Callers run inside a storage transaction on `s`.
     /// The recorded outcome of (lsid, txnNumber, stmtId), if it executed.
@@ -84,6 +90,10 @@ class SessionCatalog {
     size_t activeSessions() const;
 
   private:
+    /// Removes the records of this session's transactions older than `txnNumber`.
+    void forgetOlder(Cursor& c, SessionState& st, int64_t txnNumber);
+    static void putRecord(Cursor& c, const std::string& key, const bson_t* value);
+
     Engine& engine_;
     Catalog& catalog_;
     Oplog& oplog_;

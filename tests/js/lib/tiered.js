@@ -473,6 +473,7 @@ class Tiered {
     this.proxy = null;
     this.fast = null;
     this.archive = null;
+    this.tierPorts = {};
   }
 
   async startTiers() {
@@ -566,7 +567,12 @@ class Tiered {
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
       .join('&');
-    return `mongodb://${credentials}127.0.0.1:${s.port}/?${query}`;
+    return `mongodb://${credentials}127.0.0.1:${this.tierPorts[which] ?? s.port}/?${query}`;
+  }
+
+  /** Makes the proxy (started after this call) reach the `which` tier at `port` (a relay). */
+  routeTier(which, port) {
+    this.tierPorts[which] = port;
   }
 
   configFor(port) {

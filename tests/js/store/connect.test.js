@@ -5,7 +5,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { MongoClient } = require('mongodb');
 const { useStore, CLIENT_DEFAULTS } = require('../lib/fixture');
-const { startSniffer } = require('../lib/sniffer');
+const { startRelay } = require('../lib/relay');
 
 const ctx = useStore({ dbName: 'connect_test' });
 
@@ -81,7 +81,7 @@ for (const [compressors, expected] of [
   ['snappy,zlib,zstd', 'snappy'],
 ]) {
   test(`compressors=${compressors}: traffic is compressed with ${expected} both ways`, async () => {
-    const relay = await startSniffer(ctx.server.port);
+    const relay = await startRelay(ctx.server.port);
     const client = new MongoClient(
       `mongodb://127.0.0.1:${relay.port}/?directConnection=true&compressors=${compressors}`,
       CLIENT_DEFAULTS,

@@ -62,6 +62,43 @@ test('a retried write with the same lsid and txnNumber applies once, also after 
   conn.destroy();
 });
 
+test('a retried commitTransaction after kill -9 answers ok for a committed transaction and NoSuchTransaction for a lost one', async () => {
+  // The reply to a commit can be lost with the server; the retry must tell the
+  // client what happened (mongod keeps this in config.transactions).
+  const name = collName();
+  let conn = await RawConnection.connect(server.port);
+  const run = (doc) => conn.command(doc);
+  const committed = { id: new UUID() };
+  const open = { id: new UUID() };
+  const txn = (lsid, n) => ({ lsid, txnNumber: Long.fromNumber(n), autocommit: false });
+  const write = (lsid, id) => run({ insert: name, documents: [{ _id: id }], ...txn(lsid, 5), startTransaction: true, $db: 'tx' });
+  const commit = (lsid, n = 5) => run({ commitTransaction: 1, ...txn(lsid, n), $db: 'admin' });
+  assert.equal((await write(committed, 'c')).ok, 1);
+  assert.equal((await commit(committed)).ok, 1);
+  assert.equal((await write(open, 'o')).ok, 1); // never committed
+  conn.destroy();
+  await client.close(true).catch(() => {});
+  await server.kill();
+  await server.restart({ samePort: true });
+  client = await connect();
+  conn = await RawConnection.connect(server.port);
+  const retried = await commit(committed);
+  assert.equal(retried.ok, 1, `the committed transaction's retried commit answers ok: ${JSON.stringify(retried)}`);
+  assert.equal((await commit(committed)).ok, 1, 'and again');
+  const lost = await commit(open);
+  assert.equal(lost.code, 251, `the lost transaction's commit answers NoSuchTransaction: ${JSON.stringify(lost)}`);
+  const other = await commit(committed, 4);
+  assert.equal(other.code, 251, 'a commit of another txnNumber of the session is not taken for the committed one');
+  const docs = (await run({ find: name, filter: {}, $db: 'tx' })).cursor.firstBatch;
+  assert.deepEqual(docs, [{ _id: 'c' }], 'only the committed transaction is in the data');
+  // The session continues after the committed transaction; an older one is refused.
+  assert.equal((await run({ insert: name, documents: [{ _id: 'd' }], ...txn(committed, 6), startTransaction: true, $db: 'tx' })).ok, 1);
+  assert.equal((await commit(committed, 6)).ok, 1);
+  const stale = await run({ insert: name, documents: [{ _id: 'e' }], ...txn(committed, 3), startTransaction: true, $db: 'tx' });
+  assert.equal(stale.code, 225, 'TransactionTooOld after the restart as before it');
+  conn.destroy();
+});
+
 test('a committed transaction is atomic and durable; a concurrent reader never sees half of it', async () => {
   const name = collName();
   const coll = client.db('tx').collection(name);
