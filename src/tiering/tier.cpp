@@ -537,6 +537,21 @@ Status connectionLost(const asio::error_code& ec, const std::string& name) {
                   fmt::format("{} tier: connection lost: {}", name, ec.message()));
 }
 
+/// Errors that say nothing about whether a command ran: the connection failed,
+/// or the server went away (a reply refusing it, such as NoSuchTransaction, is
+/// an answer).
+bool unanswered(const Status& s) {
+    switch (s.code()) {
+        case ErrorCode::HostUnreachable:
+        case ErrorCode::NotWritablePrimary:
+        case ErrorCode::InterruptedAtShutdown:
+        case ErrorCode::ShutdownInProgress:
+            return true;
+        default:
+            return false;
+    }
+}
+
 template <typename Stream>
 asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, net::FrameReader& reader,
                                                 const Frame& request, int32_t rid,
@@ -710,20 +725,6 @@ asio::awaitable<StatusWith<bson::Doc>> Transaction::commit() {
     BSON_APPEND_BOOL(&wc, "j", true);
     bson_append_document_end(c.mut(), &wc);
     BSON_APPEND_UTF8(c.mut(), "$db", "admin");
-    // Errors that say nothing about whether the commit ran: the connection
-    // failed, or the server went away (a reply that refuses the commit, such
-    // as NoSuchTransaction, is an answer).
-    auto unanswered = [](const Status& s) {
-        switch (s.code()) {
-            case ErrorCode::HostUnreachable:
-            case ErrorCode::NotWritablePrimary:
-            case ErrorCode::InterruptedAtShutdown:
-            case ErrorCode::ShutdownInProgress:
-                return true;
-            default:
-                return false;
-        }
-    };
     auto deadline = std::chrono::steady_clock::now() + kCommitRetryWindow;
     auto pause = std::chrono::milliseconds(10);
     while (true) {
@@ -768,13 +769,10 @@ void SessionPool::give(Lease l) {
 }
 
 bool isTransient(const Status& s) {
+    if (unanswered(s)) return true;
     switch (s.code()) {
         case ErrorCode::WriteConflict:
         case ErrorCode::NoSuchTransaction:
-        case ErrorCode::HostUnreachable:
-        case ErrorCode::NotWritablePrimary:
-        case ErrorCode::InterruptedAtShutdown:
-        case ErrorCode::ShutdownInProgress:
             return true;
         default:
             return static_cast<int>(s.code()) == 244;  // TransactionAborted
