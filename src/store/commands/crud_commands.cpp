@@ -171,11 +171,13 @@ void runGetMore(OperationContext& op, bson_t* reply) {
         }
         uint64_t commitSeq = op.store.oplog().commitSeq();
         ReadScope rs(op.store);
-        bson_t probe = BSON_INITIALIZER;
-        exhausted = fillBatch(rs.session(), *cursor->stream, &probe, "nextBatch", batchSize, false);
+        bson::Doc probe;  // freed also when the stream throws
+        exhausted =
+            fillBatch(rs.session(), *cursor->stream, probe.mut(), "nextBatch", batchSize, false);
         rs.done();
         bson_t arr;
-        emptyBatch = bson::subDocument(&probe, "nextBatch", &arr) && bson_count_keys(&arr) == 0;
+        emptyBatch =
+            bson::subDocument(probe.get(), "nextBatch", &arr) && bson_count_keys(&arr) == 0;
         if (emptyBatch && !exhausted && cursor->awaitData && op.deferral && !op.finalAttempt) {
             // Nothing yet: wait (without a thread) for a commit or maxTimeMS, then run again.
             int64_t maxTimeMS = cmdarg::getInt(op.cmd, "maxTimeMS", 1000, "getMore");
@@ -185,13 +187,11 @@ void runGetMore(OperationContext& op, bson_t* reply) {
             op.deferral->cursorId = id;
             op.deferral->deadline =
                 std::chrono::steady_clock::now() + std::chrono::milliseconds(maxTimeMS);
-            bson_destroy(&probe);
             bson_append_document_end(reply, &cdoc);
             op.store.cursors().checkin(std::move(cursor));
             return;
         }
-        bson_concat(&cdoc, &probe);
-        bson_destroy(&probe);
+        bson_concat(&cdoc, probe.get());
     } catch (...) {
         op.store.cursors().kill(id);
         op.store.cursors().checkin(std::move(cursor));
