@@ -133,13 +133,15 @@ void SessionCatalog::commit(SessionState& st) {
         // The outcome outlives a restart, so a commit retried after one (its
         // reply was lost) answers ok instead of redoing or losing the work.
         {
+            static const bson::Doc committed = [] {
+                bson::Doc d;
+                BSON_APPEND_BOOL(d.mut(), "committed", true);
+                return d;
+            }();
             Cursor c = st.wtSession->open(kRetryableUri);
             forgetOlder(c, st, st.txnNumber);
-            if (st.recordedTxn != st.txnNumber) st.recordedMaxStmt = -1;
-            st.recordedTxn = st.txnNumber;
+            noteRecorded(st, st.txnNumber, -1);
             st.recordedCommit = true;
-            bson::Doc committed;
-            BSON_APPEND_BOOL(committed.mut(), "committed", true);
             putRecord(c, rowKey(st.key, st.txnNumber, kCommittedStmt), committed.get());
         }
         st.wtSession->commitThenSync();
@@ -218,10 +220,14 @@ void SessionCatalog::recordStatement(Session& s, SessionState& st, int64_t txnNu
                                      int32_t stmtId, const bson_t* outcome) {
     Cursor c = s.open(kRetryableUri);
     forgetOlder(c, st, txnNumber);
+    noteRecorded(st, txnNumber, stmtId);
+    putRecord(c, rowKey(st.key, txnNumber, stmtId), outcome);
+}
+
+void SessionCatalog::noteRecorded(SessionState& st, int64_t txnNumber, int32_t stmtId) {
     if (st.recordedTxn != txnNumber) st.recordedMaxStmt = -1;
     st.recordedTxn = txnNumber;
     st.recordedMaxStmt = std::max(st.recordedMaxStmt, stmtId);
-    putRecord(c, rowKey(st.key, txnNumber, stmtId), outcome);
 }
 
 void SessionCatalog::forgetOlder(Cursor& c, SessionState& st, int64_t txnNumber) {

@@ -93,6 +93,8 @@ class SessionCatalog {
     /// Removes the records of this session's transactions older than `txnNumber`.
     void forgetOlder(Cursor& c, SessionState& st, int64_t txnNumber);
     static void putRecord(Cursor& c, const std::string& key, const bson_t* value);
+    /// Tracks what the next txnNumber must remove (`stmtId` -1: none of the statements).
+    static void noteRecorded(SessionState& st, int64_t txnNumber, int32_t stmtId);
 
     Engine& engine_;
     Catalog& catalog_;
