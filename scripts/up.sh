@@ -5,11 +5,12 @@
 # directory; prints the connection string. Ctrl-C stops everything cleanly;
 # running it again resumes with all data.
 #   HALO_DATA (default ./data), HALO_PORT (proxy port, default 27017),
-#   HALO_HORIZON (default 30d)
+#   HALO_HORIZON (default 30d), HALO_AGE_FIELD (default date)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 exec ./build/release/src/cli/halocline up --dbpath "${HALO_DATA:-$PWD/data}" \
-  --port "${HALO_PORT:-27017}" --horizon "${HALO_HORIZON:-30d}"
+  --port "${HALO_PORT:-27017}" --horizon "${HALO_HORIZON:-30d}" \
+  --age-field "${HALO_AGE_FIELD:-date}"

@@ -140,9 +140,9 @@ int runUp(TieringCommands& t, const char* self) {
         "  archive: {{uri: \"mongodb://127.0.0.1:{}/?replicaSet=archive\"}}\n"
         "tiering:\n"
         "  collections:\n"
-        "    - {{namespace: {}, ageField: date, horizon: {}}}\n"
+        "    - {{namespace: {}, ageField: \"{}\", horizon: {}}}\n"
         "systemLog: {{destination: file, path: \"{}\"}}\n",
-        t.upPort, fast.port, archive.port, t.demoNs, t.horizon,
+        t.upPort, fast.port, archive.port, t.demoNs, t.ageField, t.horizon,
         (root / "logs" / "proxy.log").string());
     std::ofstream(root / "halocline.yaml", std::ios::trunc) << yaml;
     auto cfg = tiering::parseProxyConfig(yaml);
@@ -170,14 +170,14 @@ int runUp(TieringCommands& t, const char* self) {
                 "Halocline is up.\n"
                 "  archive store: mongodb://127.0.0.1:%d/?replicaSet=archive (data %s)\n"
                 "  fast store:    mongodb://127.0.0.1:%d/?replicaSet=fast (data %s)\n"
-                "  tiered collection: %s (age field 'date', horizon %s)\n"
+                "  tiered collection: %s (age field '%s', horizon %s)\n"
                 "  config: %s   logs: %s\n"
                 "Connect your application to:\n"
                 "  mongodb://127.0.0.1:%d/\n"
                 "Press Ctrl-C to stop.\n",
                 archive.port, (root / "archive").c_str(), fast.port, (root / "fast").c_str(),
-                t.demoNs.c_str(), t.horizon.c_str(), (root / "halocline.yaml").c_str(),
-                (root / "logs").c_str(), proxy.port());
+                t.demoNs.c_str(), t.ageField.c_str(), t.horizon.c_str(),
+                (root / "halocline.yaml").c_str(), (root / "logs").c_str(), proxy.port());
             std::fflush(stdout);
             proxy.waitForShutdown();
             std::printf("halocline up: shutting down\n");
@@ -205,6 +205,9 @@ void addTieringCommands(CLI::App& app, TieringCommands& t) {
     t.up->add_option("--horizon", t.horizon, "Horizon of the demo collection")
         ->capture_default_str();
     t.up->add_option("--namespace", t.demoNs, "The demo tiered collection")->capture_default_str();
+    t.up->add_option("--age-field", t.ageField,
+                     "The demo collection's age field: a date field, or _id for ObjectIds")
+        ->capture_default_str();
 }
 
 int runTieringCommands(TieringCommands& t, const char* argv0) {

@@ -13,6 +13,7 @@ struct TieringCommands {
     int upPort = 27017;
     std::string horizon = "30d";
     std::string demoNs = "shop.orders";
+    std::string ageField = "date";
 };
 
 /// Registers the subcommands on `app`; `t` receives the parsed options.

@@ -167,6 +167,7 @@ namespace halo {
     X(UserNotFound, 11)                              \
     X(RoleNotFound, 31)                              \
     X(MechanismUnavailable, 334)                     \
+    X(UnsupportedOpQueryCommand, 352)                \
     X(Location51003, 51003)                          \
     X(NetworkTimeout, 89)                            \
     X(InvalidSSLConfiguration, 140)                  \
@@ -251,6 +252,13 @@ namespace halo {
     X(Location15983, 15983)                          \
     X(Location31324, 31324)                          \
     X(Location40571, 40571)                          \
+    X(Location5739101, 5739101)                      \
+    X(Location50736, 50736)                          \
+    X(Location50737, 50737)                          \
+    X(Location50738, 50738)                          \
+    X(Location50739, 50739)                          \
+    X(Location50740, 50740)                          \
+    X(Location50741, 50741)                          \
     X(QueryPlanKilled, 175)                          \
     X(InvalidResumeToken, 260)                       \
     X(TransactionTooOld, 225)                        \

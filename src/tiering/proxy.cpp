@@ -72,7 +72,8 @@ bson::Doc forwardBody(const bson_t* cmd, bool toArchive) {
     bson_iter_init(&it, cmd);
     while (bson_iter_next(&it)) {
         std::string_view k = bson_iter_key(&it);
-        if (k == "$clusterTime") continue;
+        // recoveryToken is the proxy's own (see withRecoveryToken): no tier needs it.
+        if (k == "$clusterTime" || k == "recoveryToken") continue;
         if (toArchive && k == "readConcern" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
             bson_iter_t rc;
             bson_iter_recurse(&it, &rc);
@@ -105,9 +106,11 @@ Frame buildForward(const wire::OpMsg& msg, const bson_t* body) {
         }
         seqs.emplace_back(s.identifier, std::move(docs));
     }
-    uint32_t flags = msg.flags & wire::kMoreToCome;
-    return seqs.empty() ? wire::buildOpMsg(0, 0, body, flags)
-                        : wire::buildOpMsgWithSequences(0, 0, body, seqs, flags);
+    // Never moreToCome (nor exhaustAllowed): the tier answers every request the
+    // proxy sends, so a tier connection always holds exactly one reply to read.
+    // A client's moreToCome request is still unanswered towards the client.
+    return seqs.empty() ? wire::buildOpMsg(0, 0, body)
+                        : wire::buildOpMsgWithSequences(0, 0, body, seqs);
 }
 
 StatusWith<bson::Doc> bodyOf(const Frame& f) {
@@ -215,6 +218,12 @@ class ClientConnection : public net::FrameHandler {
   private:
     using Reply = StatusWith<bson::Doc>;
 
+    /// Runs one command (any exception becomes an error reply) and completes
+    /// the reply: the proxy's clock, and recoveryToken in a transaction.
+    asio::awaitable<bson::Doc> runCommand(const wire::OpMsg& msg, const bson_t* cmd,
+                                          const std::string& db);
+    /// A legacy OP_QUERY command: only those MongoDB 6.0+ still takes that way.
+    asio::awaitable<bson::Doc> legacyCommand(const Frame& frame);
     asio::awaitable<bson::Doc> dispatch(const wire::OpMsg& msg, const bson_t* cmd,
                                         const std::string& db);
     bson::Doc hello(const bson_t* cmd);
@@ -280,55 +289,86 @@ asio::awaitable<net::HandlerResult> ClientConnection::onFrame(net::Frame frame) 
         return {std::move(out), false};
     };
     if (h.opCode == static_cast<int32_t>(wire::OpCode::Query)) {
-        auto q = wire::parseOpQuery(frame);
-        bson::Doc reply;
-        if (!q.isOK()) {
-            reply = errorDoc(q.getStatus());
-        } else {
-            bson::View v(q.getValue().query.data(), q.getValue().query.size());
-            const bson_t* cmd = v.get();
-            bson_t inner;
-            if (bson::subDocument(cmd, "$query", &inner) || bson::subDocument(cmd, "query", &inner))
-                cmd = &inner;
-            bson_iter_t it;
-            std::string name;
-            if (bson_iter_init(&it, cmd) && bson_iter_next(&it)) name = bson_iter_key(&it);
-            if (name == "hello" || name == "isMaster" || name == "ismaster")
-                reply = hello(cmd);
-            else
-                reply = errorDoc(Status(ErrorCode::CommandNotSupported,
-                                        "OP_QUERY is supported only for the handshake"));
-        }
+        bson::Doc reply = co_await legacyCommand(frame);
         co_return finish(wire::buildOpReply(nextResponseId_++, h.requestId, reply.get()));
     }
     if (h.opCode != static_cast<int32_t>(wire::OpCode::Msg))
         co_return net::HandlerResult{std::nullopt, true};
     auto m = wire::parseOpMsg(frame);
     bson::Doc reply;
+    // moreToCome: the client expects no reply (w: 0 writes). The command still
+    // runs to completion before the next message is read, as on mongod.
+    // exhaustAllowed is honoured by never streaming: each request gets one reply.
     bool moreToCome = false;
     if (!m.isOK()) {
         reply = errorDoc(m.getStatus());
     } else {
         moreToCome = (m.getValue().flags & wire::kMoreToCome) != 0;
-        const bson_t* cmd;
         bson::View body(m.getValue().body.data(), m.getValue().body.size());
-        cmd = body.get();
-        std::string db = str(cmd, "$db");
-        if (db.empty()) {
+        std::string db = str(body.get(), "$db");
+        if (db.empty())
             reply = errorDoc(
                 Status(ErrorCode::Location40571, "OP_MSG requests require a $db argument"));
-        } else {
-            try {
-                reply = co_await dispatch(m.getValue(), cmd, db);
-            } catch (const DBException& e) {
-                reply = errorDoc(e.status());
-            } catch (const std::exception& e) {
-                reply = errorDoc(Status(ErrorCode::InternalError, e.what()));
-            }
-        }
+        else
+            reply = co_await runCommand(m.getValue(), body.get(), db);
     }
     if (moreToCome) co_return net::HandlerResult{std::nullopt, false};
     co_return finish(wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get()));
+}
+
+asio::awaitable<bson::Doc> ClientConnection::legacyCommand(const Frame& frame) {
+    auto q = wire::parseOpQuery(frame);
+    if (!q.isOK()) co_return errorDoc(q.getStatus());
+    const std::string& ns = q.getValue().fullCollectionName;
+    auto dot = ns.find('.');
+    if (dot == std::string::npos || ns.substr(dot + 1) != "$cmd")
+        co_return errorDoc(
+            Status(ErrorCode::Location5739101,
+                   "OP_QUERY is no longer supported. The client driver may require an upgrade."));
+    bson::View v(q.getValue().query.data(), q.getValue().query.size());
+    const bson_t* cmd = v.get();
+    bson_t inner;
+    if (bson::subDocument(cmd, "$query", &inner) || bson::subDocument(cmd, "query", &inner))
+        cmd = &inner;
+    bson_iter_t it;
+    std::string name;
+    if (bson_iter_init(&it, cmd) && bson_iter_next(&it)) name = bson_iter_key(&it);
+    Status allowed = wire::checkOpQueryCommand(name);
+    if (!allowed.isOK()) co_return errorDoc(allowed);
+    // The same command as an OP_MSG body would carry it.
+    std::string db = ns.substr(0, dot);
+    bson::Doc body;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it))
+        if (std::string_view(bson_iter_key(&it)) != "$db")
+            bson_append_iter(body.mut(), nullptr, 0, &it);
+    BSON_APPEND_UTF8(body.mut(), "$db", db.c_str());
+    co_return co_await runCommand(wire::OpMsg{}, body.get(), db);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, const bson_t* cmd,
+                                                        const std::string& db) {
+    bson::Doc reply;
+    try {
+        reply = co_await dispatch(msg, cmd, db);
+    } catch (const DBException& e) {
+        reply = errorDoc(e.status());
+    } catch (const std::exception& e) {
+        reply = errorDoc(Status(ErrorCode::InternalError, e.what()));
+    }
+    // Every reply carries the clock (docs/CONSISTENCY.md, Clocks and sessions),
+    // errors included, as mongod's do.
+    if (!bson_has_field(reply.get(), "$clusterTime")) appendClock(reply.mut(), 0);
+    // In a transaction, the token a driver resends with commitTransaction or
+    // abortTransaction, to this or another proxy (mongos' recoveryToken).
+    if (bson_has_field(cmd, "txnNumber") && bson_has_field(cmd, "autocommit") &&
+        !bson_has_field(reply.get(), "recoveryToken")) {
+        bson_t tok;
+        BSON_APPEND_DOCUMENT_BEGIN(reply.mut(), "recoveryToken", &tok);
+        BSON_APPEND_UTF8(&tok, "recoveryShardId", p_.archive().name().c_str());
+        bson_append_document_end(reply.mut(), &tok);
+    }
+    co_return reply;
 }
 
 bson::Doc ClientConnection::hello(const bson_t* cmd) {
@@ -549,6 +589,18 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
                                "authenticate its clients (it authenticates to the tiers with the "
                                "credentials in its configuration): connect without credentials",
                                name)));
+    if (name == "_isSelf") {
+        // Which process answers: the proxy itself, never a tier behind it.
+        static const bson_oid_t self = [] {
+            bson_oid_t o;
+            bson_oid_init(&o, nullptr);
+            return o;
+        }();
+        bson::Doc d;
+        BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+        BSON_APPEND_OID(d.mut(), "id", &self);
+        co_return d;
+    }
     if (name == "haloclineStatus") co_return status();
     if (name == "haloclineExplain") co_return co_await explainRouting(cmd, db);
     if (name == "getMore") co_return co_await getMore(cmd);
@@ -692,7 +744,9 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     bson_iter_init(&it, cmd);
     while (bson_iter_next(&it)) {
         std::string_view k = bson_iter_key(&it);
-        if (k == "$clusterTime" || k == "lsid" || k == "txnNumber") continue;
+        // lsid, txnNumber and autocommit go along: the tier checks that they
+        // match the cursor's (a cursor opened in a transaction reads its snapshot).
+        if (k == "$clusterTime" || k == "recoveryToken") continue;
         if (k == "getMore") {
             BSON_APPEND_INT64(body.mut(), "getMore", e->remoteId);
             continue;
@@ -1092,6 +1146,8 @@ bson::Doc ClientConnection::status() {
         bson_t c, warm, ev, rt;
         bson_append_document_begin(&cols, p.ns.c_str(), -1, &c);
         BSON_APPEND_UTF8(&c, "ageField", p.ageField.c_str());
+        std::string problem = pr->policyProblem();
+        if (!problem.empty()) BSON_APPEND_UTF8(&c, "policyProblem", problem.c_str());
         BSON_APPEND_INT64(&c, "horizonMillis", p.horizon.count());
         BSON_APPEND_DOCUMENT_BEGIN(&c, "warm", &warm);
         int64_t low = pr->warmLowMs.load();
@@ -1238,6 +1294,23 @@ void Proxy::killRemote(const std::vector<CursorEntry>& dropped) {
     }
 }
 
+asio::awaitable<void> Proxy::checkPolicies() {
+    for (const auto& p : cfg_.collections) {
+        auto r = co_await checkAgeField(archive_, p);
+        if (!r.isOK()) {
+            log::warning("tiering", 8210054, "Could not sample the archive to check a policy",
+                         fmt::format(R"({{"ns":{},"error":{}}})", log::quote(p.ns),
+                                     log::quote(r.getStatus().reason())));
+            continue;
+        }
+        if (r.getValue().empty()) continue;
+        log::warning("tiering", 8210053, "A tiered collection's policy does not fit its data",
+                     fmt::format(R"({{"ns":{},"ageField":{},"problem":{}}})", log::quote(p.ns),
+                                 log::quote(p.ageField), log::quote(r.getValue())));
+        state_.progress(p.ns)->setPolicyProblem(std::move(r.getValue()));
+    }
+}
+
 asio::awaitable<void> Proxy::reapLoop() {
     asio::steady_timer timer(io_);
     while (true) {
@@ -1276,6 +1349,10 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
                 auto a = co_await archive_.runOk(pingCommand());
                 auto f = co_await fast_.runOk(pingCommand());
                 if (a.isOK() && f.isOK()) {
+                    // Replies carry the fast tier's clock from the first one on.
+                    bson_iter_t t;
+                    if (bson_iter_init_find(&t, f.getValue().get(), "operationTime"))
+                        state_.noteFastTime(toOpTime(t));
                     last = co_await ensureSetup(cfg_, tiers_);
                     if (last.isOK()) break;
                 } else {
@@ -1306,6 +1383,7 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
     s = listener_->start();
     if (!s.isOK()) return s;
     asio::co_spawn(io_, reapLoop(), asio::detached);
+    asio::co_spawn(io_, checkPolicies(), asio::detached);
     if (cfg_.workersEnabled) {
         std::string owner = fmt::format("{}:{}:{}", cfg_.bindIp, listener_->port(), ::getpid());
         workers_ = std::make_unique<Workers>(io_, cfg_, tiers_, state_, owner);

@@ -48,6 +48,9 @@ class Proxy {
 
   private:
     asio::awaitable<void> reapLoop();
+    /// Samples the archive for each policy and publishes (and logs) what does
+    /// not fit: routing reasons and haloclineStatus then name it.
+    asio::awaitable<void> checkPolicies();
 
     ProxyConfig cfg_;
     int threadCount_;

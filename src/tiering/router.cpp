@@ -1,7 +1,9 @@
 #include "tiering/router.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <ctime>
 #include <limits>
 
 namespace halo::tiering {
@@ -24,6 +26,15 @@ int64_t nowMillis() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+std::string isoDate(int64_t ms) {
+    int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    int64_t milli = ms - secs * 1000;
+    std::time_t t = static_cast<std::time_t>(secs);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03d}Z", tm, milli);
 }
 
 namespace {
@@ -196,9 +207,17 @@ Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
             }
         }
     }
+    // A policy that cannot work on this data says so in every reason it causes.
+    auto withProblem = [&](std::string reason) {
+        if (const auto* pr = state_.progress(p.ns)) {
+            std::string problem = pr->policyProblem();
+            if (!problem.empty()) reason += "; the policy cannot work as configured: " + problem;
+        }
+        return reason;
+    };
     if (!haveFilter) {
         d.route = Route::Archive;
-        d.reason = "no filter on the age field";
+        d.reason = withProblem("no filter on the age field");
         return d;
     }
     if (cmdName == "find") {
@@ -212,7 +231,7 @@ Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
     auto bound = ageLowerBound(&filter, p);
     if (!bound) {
         d.route = Route::Archive;
-        d.reason = fmt::format("the filter does not bound {} from below", p.ageField);
+        d.reason = withProblem(fmt::format("the filter does not bound {} from below", p.ageField));
         return d;
     }
     int64_t low = fastLowMs(p);
@@ -221,17 +240,16 @@ Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
     if (proven) {
         d.route = Route::Fast;
         d.reason = fmt::format(
-            "{} >= {} ms since the epoch; the fast tier holds every "
-            "document above {}",
-            p.ageField, bound->ms, low);
+            "the filter bounds {} from below by {}; the fast tier holds every document above {}",
+            p.ageField, isoDate(bound->ms), isoDate(low));
     } else {
         d.route = Route::Archive;
         d.reason = low == std::numeric_limits<int64_t>::max()
-                       ? std::string("the fast tier has not proven any range yet (warming)")
+                       ? withProblem("the fast tier has not proven any range yet (warming)")
                        : fmt::format(
                              "the bound on {} ({}) reaches below what the fast tier "
-                             "provably holds ({})",
-                             p.ageField, bound->ms, low);
+                             "provably holds (above {})",
+                             p.ageField, isoDate(bound->ms), isoDate(low));
     }
     return d;
 }

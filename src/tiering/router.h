@@ -40,6 +40,8 @@ std::optional<AgeBound> ageLowerBound(const bson_t* filter, const CollectionPoli
 std::optional<Id> exactId(const bson_t* filter);
 
 int64_t nowMillis();
+/// Milliseconds since the epoch as ISO 8601 UTC ("2026-12-03T08:10:38.123Z").
+std::string isoDate(int64_t ms);
 
 class Router {
   public:

@@ -164,7 +164,67 @@ asio::awaitable<Status> setupCollection(const CollectionPolicy& p, Tiers& t) {
     co_return Status::OK();
 }
 
+/// The first and last `n` documents of the archive collection in `_id` order,
+/// projected to the age field.
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> sampleEnds(Tier& archive,
+                                                               const CollectionPolicy& p, int n) {
+    auto [db, coll] = splitNs(p.ns);
+    std::vector<bson::Doc> out;
+    for (int dir : {1, -1}) {
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
+        bson_t sort, proj;
+        BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "sort", &sort);
+        BSON_APPEND_INT32(&sort, "_id", dir);
+        bson_append_document_end(c.mut(), &sort);
+        BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
+        BSON_APPEND_INT32(&proj, p.ageField.c_str(), 1);
+        bson_append_document_end(c.mut(), &proj);
+        BSON_APPEND_INT64(c.mut(), "limit", n);
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        auto r = co_await archive.collect(c.get());
+        if (!r.isOK()) co_return r.getStatus();
+        for (auto& d : r.getValue()) out.push_back(std::move(d));
+    }
+    co_return out;
+}
+
 }  // namespace
+
+asio::awaitable<StatusWith<std::string>> checkAgeField(Tier& archive, const CollectionPolicy& p) {
+    auto sample = co_await sampleEnds(archive, p, 100);
+    if (!sample.isOK()) co_return sample.getStatus();
+    const bool byId = p.ageField == "_id";
+    const bson_type_t wanted = byId ? BSON_TYPE_OID : BSON_TYPE_DATE_TIME;
+    size_t missing = 0, wrong = 0;
+    std::map<std::string, size_t> wrongTypes;
+    for (auto& d : sample.getValue()) {
+        bson_iter_t it;
+        if (!bson::findDotted(d.get(), p.ageField, &it)) {
+            ++missing;
+        } else if (bson_iter_type(&it) != wanted) {
+            ++wrong;
+            ++wrongTypes[std::string(bson::typeName(bson_iter_type(&it)))];
+        }
+    }
+    const size_t n = sample.getValue().size();
+    const std::string consequence =
+        "such documents are never evicted, and no read can be proven to lie in the fast tier, so "
+        "reads go to the archive";
+    if (n > 0 && missing * 2 > n)
+        co_return fmt::format(
+            "the age field '{}' is missing from {} of {} sampled documents of {}: {}", p.ageField,
+            missing, n, p.ns, consequence);
+    if (n > 0 && (missing + wrong) * 2 > n) {
+        std::string types;
+        for (auto& [t, c] : wrongTypes) types += (types.empty() ? "" : ", ") + t;
+        co_return fmt::format(
+            "the age field '{}' holds {} instead of {} in {} of {} sampled "
+            "documents of {}: {}",
+            p.ageField, types, byId ? "ObjectIds" : "dates", wrong, n, p.ns, consequence);
+    }
+    co_return std::string();
+}
 
 asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& t) {
     for (const char* coll :

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "tiering/config.h"
@@ -32,6 +33,21 @@ struct CollectionProgress {
     std::atomic<int64_t> idLookupHits{0};    // exact _id finds answered by the fast tier
     std::atomic<int64_t> idLookupMisses{0};  // ... that had to go to the archive
     std::atomic<int64_t> promoted{0};        // documents copied up for writes and reads
+
+    /// What the check of the policy against the archive's data found wrong
+    /// (workers.h, checkAgeField); empty when nothing (or not checked yet).
+    std::string policyProblem() const {
+        std::lock_guard lk(mu_);
+        return policyProblem_;
+    }
+    void setPolicyProblem(std::string p) {
+        std::lock_guard lk(mu_);
+        policyProblem_ = std::move(p);
+    }
+
+  private:
+    mutable std::mutex mu_;
+    std::string policyProblem_;
 };
 
 enum class WorkerRole : int { Disabled = 0, Standby = 1, Leader = 2 };

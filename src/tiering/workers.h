@@ -49,4 +49,10 @@ class Workers {
 /// proxy runs it before serving.
 asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& tiers);
 
+/// Whether `p` can work on the archive's data: samples the documents at both
+/// ends of the `_id` order and returns what is wrong with the age field (most
+/// sampled documents lack it, or hold no date there; for `_id`, no ObjectId),
+/// or an empty string when nothing is (an empty collection included).
+asio::awaitable<StatusWith<std::string>> checkAgeField(Tier& archive, const CollectionPolicy& p);
+
 }  // namespace halo::tiering

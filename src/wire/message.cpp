@@ -162,6 +162,19 @@ StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
     return msg;
 }
 
+Status checkOpQueryCommand(std::string_view name) {
+    static constexpr std::array<std::string_view, 9> kAllowed{
+        "hello",     "isMaster",     "ismaster",     "buildinfo", "buildInfo",
+        "saslStart", "authenticate", "saslContinue", "_isSelf"};
+    for (std::string_view a : kAllowed)
+        if (a == name) return Status::OK();
+    return Status(ErrorCode::UnsupportedOpQueryCommand,
+                  fmt::format("Unsupported OP_QUERY command: {}. The client driver may require an "
+                              "upgrade. For more details see "
+                              "https://dochub.mongodb.org/core/legacy-opcode-removal",
+                              name));
+}
+
 StatusWith<OpQuery> parseOpQuery(std::span<const uint8_t> frame) {
     OpQuery q;
     if (frame.size() < static_cast<size_t>(kHeaderSize))

@@ -78,6 +78,12 @@ StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame);
 /// Parses a whole OP_QUERY frame (header included).
 StatusWith<OpQuery> parseOpQuery(std::span<const uint8_t> frame);
 
+/// Whether a command may arrive as OP_QUERY on `<db>.$cmd`, as MongoDB 6.0+
+/// decides: the handshake (hello, isMaster), and the few commands old drivers
+/// still send that way (buildinfo, saslStart, saslContinue, authenticate,
+/// _isSelf). Anything else is UnsupportedOpQueryCommand (352) with mongod's text.
+Status checkOpQueryCommand(std::string_view name);
+
 /// Decompresses an OP_COMPRESSED payload into a whole frame (header rebuilt
 /// with the original opcode). The claimed size is bounded before allocation.
 StatusWith<std::vector<uint8_t>> decompress(const Header& h, std::span<const uint8_t> payload);

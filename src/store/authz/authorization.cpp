@@ -231,7 +231,7 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
     auto onCluster = [&](uint32_t actions) { a.needs.push_back({Scope::Cluster, "", actions}); };
 
     if (inList(name, {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "ping",
-                      "buildInfo", "buildinfo", "connectionStatus", "logout"})) {
+                      "buildInfo", "buildinfo", "connectionStatus", "logout", "_isSelf"})) {
         a.requiresAuth = false;
         return a;
     }

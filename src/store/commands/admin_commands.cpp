@@ -143,6 +143,16 @@ HALO_REGISTER_COMMAND(CommandSpec{{"isMaster", "ismaster"},
 
 HALO_REGISTER_COMMAND(CommandSpec{{"ping"}, [](OperationContext&, bson_t*) {}});
 
+// Whether a connection reaches this very process: one id per process, as mongod.
+HALO_REGISTER_COMMAND(CommandSpec{{"_isSelf"}, [](OperationContext&, bson_t* r) {
+                                      static const bson_oid_t self = [] {
+                                          bson_oid_t o;
+                                          bson_oid_init(&o, nullptr);
+                                          return o;
+                                      }();
+                                      BSON_APPEND_OID(r, "id", &self);
+                                  }});
+
 HALO_REGISTER_COMMAND(CommandSpec{{"buildInfo", "buildinfo"}, [](OperationContext&, bson_t* r) {
                                       BSON_APPEND_UTF8(r, "version", kVersion);
                                       BSON_APPEND_UTF8(r, "gitVersion", "halocline");

@@ -127,6 +127,48 @@ void runFind(OperationContext& op, bson_t* reply) {
 
 HALO_REGISTER_COMMAND(CommandSpec{{"find"}, runFind});
 
+std::string sessionText(const std::string& idBytes) {
+    if (idBytes.size() != 16) return "{ id: <" + std::to_string(idBytes.size()) + " bytes> }";
+    std::string hex;
+    for (size_t i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+        hex += fmt::format("{:02x}", static_cast<uint8_t>(idBytes[i]));
+    }
+    return "{ id: UUID(\"" + hex + "\") }";
+}
+
+/// A getMore must come from the session and transaction that opened the cursor
+/// (mongod's getMore checks, same codes and text).
+Status sameSessionAsCursor(const bson_t* cmd, const ClientCursor& c) {
+    std::string lsid = sessionIdBytes(cmd);
+    std::optional<int64_t> txn = txnNumberOf(cmd);
+    auto fail = [&](ErrorCode code, const std::string& what) {
+        return Status(code, fmt::format("Cannot run getMore on cursor {}, {}", c.id, what));
+    };
+    if (!lsid.empty() && c.lsid.empty())
+        return fail(ErrorCode::Location50736,
+                    "which was not created in a session, in session " + sessionText(lsid));
+    if (lsid.empty() && !c.lsid.empty())
+        return fail(ErrorCode::Location50737,
+                    "which was created in session " + sessionText(c.lsid) + ", without an lsid");
+    if (lsid != c.lsid)
+        return fail(ErrorCode::Location50738, "which was created in session " +
+                                                  sessionText(c.lsid) + ", in session " +
+                                                  sessionText(lsid));
+    if (txn && !c.txnNumber)
+        return fail(ErrorCode::Location50739,
+                    fmt::format("which was not created in a transaction, in transaction {}", *txn));
+    if (!txn && c.txnNumber)
+        return fail(
+            ErrorCode::Location50740,
+            fmt::format("which was created in transaction {}, without a txnNumber", *c.txnNumber));
+    if (txn && c.txnNumber && *txn != *c.txnNumber)
+        return fail(ErrorCode::Location50741,
+                    fmt::format("which was created in transaction {}, in transaction {}",
+                                *c.txnNumber, *txn));
+    return Status::OK();
+}
+
 void runGetMore(OperationContext& op, bson_t* reply) {
     op.store.counters().getmore++;
     bson_iter_t it;
@@ -157,6 +199,11 @@ void runGetMore(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::Unauthorized, fmt::format("Requested getMore on namespace '{}', but "
                                                        "cursor belongs to a different namespace {}",
                                                        ns, cns));
+    }
+    Status same = sameSessionAsCursor(op.cmd, *cursor);
+    if (!same.isOK()) {
+        op.store.cursors().checkin(std::move(cursor));
+        throw DBException(same);
     }
     bool exhausted = false;
     bson_t cdoc;

@@ -172,6 +172,26 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
     return exhausted;
 }
 
+std::string sessionIdBytes(const bson_t* cmd) {
+    bson_t lsid;
+    bson_iter_t it;
+    if (!bson::subDocument(cmd, "lsid", &lsid) || !bson_iter_init_find(&it, &lsid, "id") ||
+        !BSON_ITER_HOLDS_BINARY(&it))
+        return {};
+    bson_subtype_t sub;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_binary(&it, &sub, &len, &data);
+    return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+std::optional<int64_t> txnNumberOf(const bson_t* cmd) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, cmd, "txnNumber") && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return std::nullopt;
+}
+
 void replyWithCursor(OperationContext& op, const std::string& ns,
                      std::shared_ptr<const CollectionEntry> coll, std::unique_ptr<DocStream> stream,
                      int64_t batchSize, bool singleBatch, bson_t* reply, bool tailable,
@@ -195,6 +215,8 @@ void replyWithCursor(OperationContext& op, const std::string& ns,
         c->tailable = tailable;
         c->awaitData = awaitData;
         c->batchSize = batchSize;
+        c->lsid = sessionIdBytes(op.cmd);
+        c->txnNumber = txnNumberOf(op.cmd);
         id = op.store.cursors().add(std::move(c));
     }
     BSON_APPEND_INT64(&cursor, "id", id);

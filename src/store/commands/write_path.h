@@ -115,6 +115,10 @@ void validateDbName(std::string_view db);
 bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arrayName,
                int64_t batchSize, bool firstBatch);
 
+/// The bytes of a command's lsid.id (empty when it has none), and its txnNumber.
+std::string sessionIdBytes(const bson_t* cmd);
+std::optional<int64_t> txnNumberOf(const bson_t* cmd);
+
 /// Registers a cursor if the stream has more, and appends the {cursor: {...}} reply.
 void replyWithCursor(OperationContext& op, const std::string& ns,
                      std::shared_ptr<const CollectionEntry> coll, std::unique_ptr<DocStream> stream,

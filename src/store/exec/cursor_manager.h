@@ -25,6 +25,10 @@ struct ClientCursor {
     bool awaitData = false;
     int64_t batchSize = 0;  // from the originating command
     bool noTimeout = false;
+    // The logical session and transaction that opened the cursor: a getMore
+    // must come from the same ones (mongod's 50736-50741).
+    std::string lsid;  // the lsid's `id` bytes; empty: not opened in a session
+    std::optional<int64_t> txnNumber;
 };
 
 class CursorManager {

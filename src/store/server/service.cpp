@@ -144,7 +144,14 @@ net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame
                 bson_iter_document(&it, &len, &data);
                 if (bson_init_static(&inner, data, len)) cmd = &inner;
             }
-            store_.runCommand(client_, db, cmd, reply.mut());
+            bson_iter_t first;
+            std::string_view name;
+            if (bson_iter_init(&first, cmd) && bson_iter_next(&first)) name = bson_iter_key(&first);
+            Status allowed = wire::checkOpQueryCommand(name);
+            if (allowed.isOK())
+                store_.runCommand(client_, db, cmd, reply.mut());
+            else
+                appendError(reply.mut(), allowed);
         }
     }
     auto out = wire::buildOpReply(nextResponseId_++, h.requestId, reply.get(), flags);

@@ -6,6 +6,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { inspect } = require('node:util');
 const { MongoClient, UUID, Long } = require('mongodb');
 const { startStore } = require('../lib/server');
 const { RawConnection } = require('../lib/wire');
@@ -182,4 +183,42 @@ test('commands outside a transaction are refused inside one, and unknown transac
     client.db('admin').command({ commitTransaction: 1, lsid, txnNumber: Long.fromNumber(3), autocommit: false }),
     (e) => e.code === 251,
   );
+});
+
+test('a getMore must come from the session and transaction that opened the cursor (50736-50741)', async () => {
+  const name = collName();
+  const conn = await RawConnection.connect(server.port);
+  conn.bsonOptions = { useBigInt64: true };
+  try {
+    const run = (doc) => conn.command({ ...doc, $db: 'tx' });
+    assert.equal((await run({ insert: name, documents: [{ _id: 1 }] })).ok, 1);
+    const lsid = { id: new UUID() };
+    const other = { id: new UUID() };
+    const txn = { lsid, txnNumber: 3n, autocommit: false };
+    const open = await run({ insert: name, documents: [{ _id: 2 }, { _id: 3 }, { _id: 4 }], ...txn, startTransaction: true });
+    assert.equal(open.ok, 1, inspect(open));
+    const found = await run({ find: name, batchSize: 3, sort: { _id: 1 }, ...txn });
+    const id = found.cursor.id;
+    assert.deepEqual(found.cursor.firstBatch.map((d) => d._id), [1, 2, 3]);
+    const refused = async (doc, code) => {
+      const r = await run({ getMore: id, collection: name, ...doc });
+      assert.equal(r.ok, 0, inspect(r));
+      assert.equal(r.code, code, inspect(r));
+      assert.match(r.errmsg, /^Cannot run getMore on cursor /);
+    };
+    await refused({}, 50737);
+    await refused({ lsid: other }, 50738);
+    await refused({ lsid }, 50740);
+    // The refusals left the cursor alone: its own session reads the transaction's snapshot.
+    const more = await run({ getMore: id, collection: name, ...txn });
+    assert.deepEqual(more.cursor.nextBatch.map((d) => d._id), [4]);
+    assert.equal(more.cursor.id, 0n);
+    assert.equal((await conn.command({ abortTransaction: 1, ...txn, $db: 'admin' })).ok, 1);
+    // A cursor opened outside any session takes no session on getMore.
+    const plain = await run({ find: name, batchSize: 0 });
+    const r = await run({ getMore: plain.cursor.id, collection: name, lsid: other });
+    assert.equal(r.code, 50736, inspect(r));
+  } finally {
+    conn.destroy();
+  }
 });

@@ -89,6 +89,29 @@ test('legacy OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async () => {
   }
 });
 
+test('OP_QUERY takes only the commands MongoDB 6.0+ takes that way; the rest get 352', async () => {
+  const c = await W.RawConnection.connect(server.port);
+  try {
+    const ask = async (query) => {
+      const f = W.opQuery('admin.$cmd', query);
+      await c.send(f);
+      const r = await c.next();
+      assert.equal(r.opCode, W.OP.REPLY);
+      assert.equal(r.responseTo, f.readInt32LE(4));
+      return r.doc;
+    };
+    for (const q of [{ buildinfo: 1 }, { buildInfo: 1 }, { hello: 1 }, { _isSelf: 1 }]) assert.equal((await ask(q)).ok, 1, JSON.stringify(q));
+    for (const q of [{ ping: 1 }, { listDatabases: 1 }, { find: 'x' }]) {
+      const r = await ask(q);
+      assert.equal(r.ok, 0);
+      assert.equal(r.code, 352);
+      assert.match(r.errmsg, new RegExp(`^Unsupported OP_QUERY command: ${Object.keys(q)[0]}\\. The client driver may require an upgrade`));
+    }
+  } finally {
+    c.destroy();
+  }
+});
+
 test('pipelined requests in one write get replies in order', async () => {
   const c = await W.RawConnection.connect(server.port);
   try {
