@@ -204,6 +204,34 @@ std::optional<std::vector<Id>> idsNamedBy(const bson_t* filter) {
     return std::nullopt;
 }
 
+/// Whether a createIndexes command creates an index whose key is exactly the
+/// one the proxy gives the fast tier on the age field ({ageField: 1}).
+bool createsAgeIndex(const CollectionPolicy& p, const wire::OpMsg& msg, const bson_t* cmd) {
+    for (auto spec : statements(msg, cmd, "indexes")) {
+        bson::View v(spec.data(), spec.size());
+        bson_t key;
+        bson_iter_t it;
+        if (!bson::subDocument(v.get(), "key", &key) || bson_count_keys(&key) != 1 ||
+            !bson_iter_init(&it, &key) || !bson_iter_next(&it))
+            continue;
+        if (p.ageField == bson_iter_key(&it) && BSON_ITER_HOLDS_NUMBER(&it) &&
+            bson_iter_as_double(&it) == 1.0)
+            return true;
+    }
+    return false;
+}
+
+asio::awaitable<Status> dropIndex(Tier& tier, const std::string& ns, const std::string& index) {
+    auto [db, coll] = splitNs(ns);
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "dropIndexes", coll.c_str());
+    BSON_APPEND_UTF8(c.mut(), "index", index.c_str());
+    appendMajority(c.mut());
+    BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    auto r = co_await tier.runOk(c.get());
+    co_return r.getStatus();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -229,6 +257,18 @@ class ClientConnection : public net::FrameHandler {
     bson::Doc hello(const bson_t* cmd);
     bson::Doc status();
     asio::awaitable<bson::Doc> explainRouting(const bson_t* cmd, const std::string& db);
+    /// explain: the chosen tier's plan plus a `halocline` section naming the tier and why.
+    asio::awaitable<bson::Doc> explain(const wire::OpMsg& msg, const bson_t* cmd,
+                                       const std::string& db);
+    /// Where a command (in `db`) goes, and why (haloclineExplain and explain).
+    struct Routing {
+        std::string name;
+        std::string ns;
+        const CollectionPolicy* policy = nullptr;
+        Decision decision;
+    };
+    Routing routingOf(const bson_t* inner, const std::string& db);
+    void appendRouting(bson_t* out, const Routing& r);
 
     /// Sends to a tier and rewrites the reply for the client.
     asio::awaitable<bson::Doc> forward(Tier& tier, const wire::OpMsg& msg, const bson_t* body,
@@ -243,7 +283,10 @@ class ClientConnection : public net::FrameHandler {
 
     asio::awaitable<bson::Doc> getMore(const bson_t* cmd);
     asio::awaitable<bson::Doc> killCursors(const bson_t* cmd);
-    asio::awaitable<bson::Doc> bothTiers(const wire::OpMsg& msg, const bson_t* cmd);
+    /// DDL on both tiers, the archive first. For a tiered collection `p`, an
+    /// application index on the age field replaces the proxy's own one.
+    asio::awaitable<bson::Doc> bothTiers(const wire::OpMsg& msg, const bson_t* cmd,
+                                         const CollectionPolicy* p = nullptr);
 
     asio::awaitable<bson::Doc> tieredRead(const CollectionPolicy& p, std::string_view name,
                                           const wire::OpMsg& msg, const bson_t* cmd);
@@ -612,32 +655,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     std::string ns;
     if (BSON_ITER_HOLDS_UTF8(&first)) ns = db + "." + bson_iter_utf8(&first, nullptr);
     const CollectionPolicy* policy = ns.empty() ? nullptr : p_.config().policyFor(ns);
-    if (name == "explain") {
-        bson_t inner;
-        if (bson::subDocument(cmd, "explain", &inner)) {
-            bson_iter_t ii;
-            if (bson_iter_init(&ii, &inner) && bson_iter_next(&ii) && BSON_ITER_HOLDS_UTF8(&ii)) {
-                ns = db + "." + bson_iter_utf8(&ii, nullptr);
-                policy = p_.config().policyFor(ns);
-                if (policy) {
-                    std::string innerName = bson_iter_key(&ii);
-                    Decision d =
-                        isReadCommand(innerName)
-                            ? p_.router().routeRead(*policy, innerName, &inner)
-                            : Decision{Route::Fast, "writes land in the fast tier", {}, {}};
-                    if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
-                    bool toFast = d.route == Route::Fast || d.route == Route::FastThenArchive;
-                    bson::Doc body = forwardBody(cmd, !toFast);
-                    if (!toFast) {
-                        Status w = co_await awaitFeeder(ns, afterClusterTime(cmd));
-                        if (!w.isOK()) co_return errorDoc(w);
-                    }
-                    co_return co_await forward(toFast ? p_.fast() : p_.archive(), msg, body.get(),
-                                               ns, false);
-                }
-            }
-        }
-    }
+    if (name == "explain") co_return co_await explain(msg, cmd, db);
     bool inTxn = bson_has_field(cmd, "autocommit") || bson_has_field(cmd, "startTransaction");
     if (policy && inTxn)
         co_return errorDoc(Status(
@@ -669,7 +687,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     if (policy) {
         if (isReadCommand(name)) co_return co_await tieredRead(*policy, name, msg, cmd);
         if (isWriteCommand(name)) co_return co_await tieredWrite(*policy, name, msg, cmd);
-        if (isDdlCommand(name)) co_return co_await bothTiers(msg, cmd);
+        if (isDdlCommand(name)) co_return co_await bothTiers(msg, cmd, policy);
         if (name == "renameCollection")
             co_return errorDoc(Status(ErrorCode::IllegalOperation,
                                       "halocline: renaming a tiered collection is not supported"));
@@ -692,14 +710,53 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     co_return co_await forward(p_.archive(), msg, body.get(), ns, false);
 }
 
-asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, const bson_t* cmd) {
+asio::awaitable<bson::Doc> ClientConnection::explain(const wire::OpMsg& msg, const bson_t* cmd,
+                                                     const std::string& db) {
+    bson_t inner;
+    if (!bson::subDocument(cmd, "explain", &inner)) {
+        bson::Doc body = forwardBody(cmd, true);
+        co_return co_await forward(p_.archive(), msg, body.get(), "", false);
+    }
+    Routing r = routingOf(&inner, db);
+    const Decision& d = r.decision;
+    if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
+    // The plan of the tier the command itself would go to (an exact _id lookup
+    // is explained on the fast tier, where it is tried first).
+    bool toFast = r.policy && (d.route == Route::Fast || d.route == Route::FastThenArchive);
+    if (!toFast && r.policy) {
+        Status w = co_await awaitFeeder(r.ns, afterClusterTime(cmd));
+        if (!w.isOK()) co_return errorDoc(w);
+    }
+    bson::Doc body = forwardBody(cmd, !toFast);
+    bson::Doc out =
+        co_await forward(toFast ? p_.fast() : p_.archive(), msg, body.get(), r.ns, false);
+    // What mongos adds: which tier answered and why, beside the tier's own
+    // queryPlanner (whose winningPlan stays where tools read it).
+    bson_t section;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "halocline", &section);
+    appendRouting(&section, r);
+    bson_append_document_end(out.mut(), &section);
+    co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, const bson_t* cmd,
+                                                       const CollectionPolicy* p) {
     bson_iter_t first;
     bson_iter_init(&first, cmd);
     bson_iter_next(&first);
+    std::string_view name = bson_iter_key(&first);
     // The archive first: it is the system of record; then the fast tier.
     bson::Doc ab = forwardBody(cmd, true);
     auto a = co_await send(p_.archive(), msg, ab.get());
     if (!a.isOK()) co_return errorDoc(a.getStatus());
+    if (p && name == "createIndexes" && replyStatus(a.getValue().get()).isOK() &&
+        createsAgeIndex(*p, msg, cmd)) {
+        // The fast tier's own age index has the same key under another name,
+        // which the new index would conflict with (85): the application's
+        // index takes its place (ensureSetup puts ours back if it is dropped).
+        Status st = co_await dropIndex(p_.fast(), p->ns, ageIndexName(*p));
+        if (!st.isOK() && st.code() != ErrorCode::IndexNotFound) co_return errorDoc(st);
+    }
     bson::Doc fb = forwardBody(cmd, false);
     auto f = co_await send(p_.fast(), msg, fb.get());
     if (!f.isOK()) co_return errorDoc(f.getStatus());
@@ -710,9 +767,10 @@ asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, c
     if (!fs.isOK() && as.isOK() && fs.code() != ErrorCode::NamespaceNotFound &&
         fs.code() != ErrorCode::NamespaceExists)
         co_return rewriteReply(p_.fast(), f.getValue().get(), "", false);
-    std::string_view name = bson_iter_key(&first);
-    if (name == "drop" || name == "dropDatabase") {
-        // Tiered collections always exist in the fast tier, with their indexes.
+    if (name == "drop" || name == "dropDatabase" || name == "dropIndexes" ||
+        name == "deleteIndexes") {
+        // Tiered collections always exist in the fast tier, with their indexes
+        // and an index on the age field.
         Status s = co_await ensureSetup(p_.config(), p_.tiers());
         if (!s.isOK()) co_return errorDoc(s);
     }
@@ -1205,54 +1263,63 @@ asio::awaitable<bson::Doc> ClientConnection::explainRouting(const bson_t* cmd,
     std::string db = str(cmd, "db");
     if (db.empty()) db = str(&inner, "$db");
     if (db.empty()) db = reqDb;
+    bson::Doc out;
+    appendRouting(out.mut(), routingOf(&inner, db));
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    appendClock(out.mut(), 0);
+    co_return out;
+}
+
+ClientConnection::Routing ClientConnection::routingOf(const bson_t* inner, const std::string& db) {
+    Routing r;
     bson_iter_t it;
-    std::string name, coll;
-    if (bson_iter_init(&it, &inner) && bson_iter_next(&it)) {
-        name = bson_iter_key(&it);
+    std::string coll;
+    if (bson_iter_init(&it, inner) && bson_iter_next(&it)) {
+        r.name = bson_iter_key(&it);
         if (BSON_ITER_HOLDS_UTF8(&it)) coll = bson_iter_utf8(&it, nullptr);
     }
-    std::string ns = coll.empty() ? "" : db + "." + coll;
-    const CollectionPolicy* p = ns.empty() ? nullptr : p_.config().policyFor(ns);
-    Decision d;
-    if (!p) {
+    r.ns = coll.empty() ? "" : db + "." + coll;
+    r.policy = r.ns.empty() ? nullptr : p_.config().policyFor(r.ns);
+    Decision& d = r.decision;
+    if (!r.policy) {
         d.route = Route::Archive;
-        d.reason = ns.empty() ? "not a collection command: the archive answers"
-                              : "untiered collection: passed through to the archive";
-    } else if (bson_has_field(&inner, "autocommit") || bson_has_field(&inner, "startTransaction")) {
+        d.reason = r.ns.empty() ? "not a collection command: the archive answers"
+                                : "untiered collection: passed through to the archive";
+    } else if (bson_has_field(inner, "autocommit") || bson_has_field(inner, "startTransaction")) {
         d.route = Route::Refuse;
         d.reason = "transactions on tiered collections are refused (code 263)";
-    } else if (isReadCommand(name)) {
-        d = p_.router().routeRead(*p, name, &inner);
-    } else if (isWriteCommand(name)) {
+        d.refusal = Status(ErrorCode::OperationNotSupportedInTransaction, d.reason);
+    } else if (isReadCommand(r.name)) {
+        d = p_.router().routeRead(*r.policy, r.name, inner);
+    } else if (isWriteCommand(r.name)) {
         d.route = Route::Fast;
         d.reason =
             "writes land in the fast tier after the documents they can touch are copied "
             "up from the archive";
-    } else if (isDdlCommand(name)) {
+    } else if (isDdlCommand(r.name)) {
         d.route = Route::Archive;
         d.reason = "schema changes apply to both tiers, the archive first";
     } else {
         d.route = Route::Archive;
         d.reason = "the archive holds the whole collection";
     }
-    bson::Doc out;
-    std::string route(routeName(d.route));
-    BSON_APPEND_UTF8(out.mut(), "tier", route.c_str());
-    BSON_APPEND_UTF8(out.mut(), "reason", d.reason.c_str());
-    BSON_APPEND_UTF8(out.mut(), "namespace", ns.c_str());
-    BSON_APPEND_BOOL(out.mut(), "tiered", p != nullptr);
-    if (p) {
-        int64_t fl = p_.router().fastLowMs(*p);
-        if (fl == std::numeric_limits<int64_t>::max())
-            BSON_APPEND_NULL(out.mut(), "fastHoldsAbove");
-        else
-            BSON_APPEND_DATE_TIME(out.mut(), "fastHoldsAbove", fl);
-        if (d.route == Route::Archive && isReadCommand(name))
-            BSON_APPEND_BOOL(out.mut(), "waitsForFeeder", p_.config().causalReads);
-    }
-    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
-    appendClock(out.mut(), 0);
-    co_return out;
+    return r;
+}
+
+void ClientConnection::appendRouting(bson_t* out, const Routing& r) {
+    std::string route(routeName(r.decision.route));
+    BSON_APPEND_UTF8(out, "tier", route.c_str());
+    BSON_APPEND_UTF8(out, "reason", r.decision.reason.c_str());
+    BSON_APPEND_UTF8(out, "namespace", r.ns.c_str());
+    BSON_APPEND_BOOL(out, "tiered", r.policy != nullptr);
+    if (!r.policy) return;
+    int64_t fl = p_.router().fastLowMs(*r.policy);
+    if (fl == std::numeric_limits<int64_t>::max())
+        BSON_APPEND_NULL(out, "fastHoldsAbove");
+    else
+        BSON_APPEND_DATE_TIME(out, "fastHoldsAbove", fl);
+    if (r.decision.route == Route::Archive && isReadCommand(r.name))
+        BSON_APPEND_BOOL(out, "waitsForFeeder", p_.config().causalReads);
 }
 
 // ---------------------------------------------------------------------------

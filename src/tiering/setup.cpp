@@ -148,7 +148,7 @@ asio::awaitable<Status> setupCollection(const CollectionPolicy& p, Tiers& t) {
         BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
         BSON_APPEND_INT32(&key, p.ageField.c_str(), 1);
         bson_append_document_end(&spec, &key);
-        BSON_APPEND_UTF8(&spec, "name", ("halocline_age_" + p.ageField).c_str());
+        BSON_APPEND_UTF8(&spec, "name", ageIndexName(p).c_str());
         bson_append_document_end(&arr, &spec);
         bson_append_array_end(c.mut(), &arr);
         appendMajority(c.mut());

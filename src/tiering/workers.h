@@ -48,6 +48,10 @@ class Workers {
 /// the fast tier has an ascending index on each age field. Idempotent; every
 /// proxy runs it before serving.
 asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& tiers);
+/// The name of the age index ensureSetup creates when the fast tier has none.
+inline std::string ageIndexName(const CollectionPolicy& p) {
+    return "halocline_age_" + p.ageField;
+}
 
 /// Whether `p` can work on the archive's data: samples the documents at both
 /// ends of the `_id` order and returns what is wrong with the age field (most

@@ -305,11 +305,7 @@ void runAggregate(OperationContext& op, bson_t* reply) {
     }
     if (batchSize == 0) {
         // An empty first batch and a cursor, as mongod does.
-        auto c = std::make_unique<ClientCursor>();
-        c->ns = ns;
-        c->coll = coll;
-        c->stream = std::move(p);
-        emptyCursorReply(ns, op.store.cursors().add(std::move(c)), reply);
+        emptyCursorReply(ns, op.store.cursors().add(newCursor(op, ns, coll, std::move(p))), reply);
         return;
     }
     replyWithCursor(op, ns, coll, std::move(p), batchSize < 0 ? 0 : batchSize, false, reply);

@@ -107,11 +107,7 @@ void runFind(OperationContext& op, bson_t* reply) {
     }
     if (hasBatchSize && batchSize == 0) {
         // batchSize 0: an empty first batch and a cursor.
-        auto c = std::make_unique<ClientCursor>();
-        c->ns = ns;
-        c->coll = coll;
-        c->stream = std::move(exec);
-        int64_t id = op.store.cursors().add(std::move(c));
+        int64_t id = op.store.cursors().add(newCursor(op, ns, coll, std::move(exec)));
         bson_t cursor, arr;
         BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
         BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);

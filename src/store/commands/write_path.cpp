@@ -192,6 +192,18 @@ std::optional<int64_t> txnNumberOf(const bson_t* cmd) {
     return std::nullopt;
 }
 
+std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string& ns,
+                                        std::shared_ptr<const CollectionEntry> coll,
+                                        std::unique_ptr<DocStream> stream) {
+    auto c = std::make_unique<ClientCursor>();
+    c->ns = ns;
+    c->coll = std::move(coll);
+    c->stream = std::move(stream);
+    c->lsid = sessionIdBytes(op.cmd);
+    c->txnNumber = txnNumberOf(op.cmd);
+    return c;
+}
+
 void replyWithCursor(OperationContext& op, const std::string& ns,
                      std::shared_ptr<const CollectionEntry> coll, std::unique_ptr<DocStream> stream,
                      int64_t batchSize, bool singleBatch, bson_t* reply, bool tailable,
@@ -208,15 +220,10 @@ void replyWithCursor(OperationContext& op, const std::string& ns,
     tailable = tailable || stream->isTailable();
     awaitData = awaitData || stream->isTailable();
     if (!exhausted && !singleBatch) {
-        auto c = std::make_unique<ClientCursor>();
-        c->ns = ns;
-        c->coll = std::move(coll);
-        c->stream = std::move(stream);
+        auto c = newCursor(op, ns, std::move(coll), std::move(stream));
         c->tailable = tailable;
         c->awaitData = awaitData;
         c->batchSize = batchSize;
-        c->lsid = sessionIdBytes(op.cmd);
-        c->txnNumber = txnNumberOf(op.cmd);
         id = op.store.cursors().add(std::move(c));
     }
     BSON_APPEND_INT64(&cursor, "id", id);

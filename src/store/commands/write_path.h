@@ -119,6 +119,11 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
 std::string sessionIdBytes(const bson_t* cmd);
 std::optional<int64_t> txnNumberOf(const bson_t* cmd);
 
+/// A client cursor over `stream`, owned by the command's session and transaction.
+std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string& ns,
+                                        std::shared_ptr<const CollectionEntry> coll,
+                                        std::unique_ptr<DocStream> stream);
+
 /// Registers a cursor if the stream has more, and appends the {cursor: {...}} reply.
 void replyWithCursor(OperationContext& op, const std::string& ns,
                      std::shared_ptr<const CollectionEntry> coll, std::unique_ptr<DocStream> stream,
