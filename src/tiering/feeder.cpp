@@ -9,6 +9,8 @@
 // batch are not counted.
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -24,6 +26,59 @@ constexpr int64_t kAwaitMillis = 300;     // getMore wait when the stream is idl
 constexpr int64_t kShortAwaitMillis = 5;  // ... when the last batch ended on an event
 constexpr size_t kIdsPerLookup = 500;     // ids per find {_id: {$in}}
 constexpr size_t kArchiveCommandBytes = 12 * 1024 * 1024;
+constexpr int64_t kRefusedRetryMillis = 30'000;  // how often refused documents are tried again
+
+/// Whether an archive error on one statement says the archive will not store
+/// that document (a refusal, CONSISTENCY.md, Refused documents) rather than
+/// that the write could not run now (a failover, a timeout, a conflict), which
+/// is retried with the whole batch.
+bool isRefusal(int code) {
+    switch (code) {
+        case 6:      // HostUnreachable
+        case 7:      // HostNotFound
+        case 24:     // LockTimeout
+        case 50:     // MaxTimeMSExpired
+        case 64:     // WriteConcernFailed
+        case 89:     // NetworkTimeout
+        case 91:     // ShutdownInProgress
+        case 112:    // WriteConflict
+        case 189:    // PrimarySteppedDown
+        case 262:    // ExceededTimeLimit
+        case 9001:   // SocketException
+        case 10107:  // NotWritablePrimary
+        case 11600:  // InterruptedAtShutdown
+        case 11601:  // Interrupted
+        case 11602:  // InterruptedDueToReplStateChange
+        case 13435:  // NotPrimaryNoSecondaryOk
+        case 13436:  // NotPrimaryOrSecondary
+            return false;
+        default:
+            return true;
+    }
+}
+
+/// An archive write of document `d` as an update statement's `u`: the whole
+/// document as a replacement, or, when a top-level field name starts with '$'
+/// (which a replacement may not hold), the pipeline {$replaceWith: {$literal: d}},
+/// which stores any document a client could store, byte for byte.
+void appendArchiveImage(bson_t* stmt, const bson_t* d) {
+    bson_iter_t it;
+    bool dollar = false;
+    if (bson_iter_init(&it, d))
+        while (!dollar && bson_iter_next(&it)) dollar = bson_iter_key(&it)[0] == '$';
+    if (!dollar) {
+        BSON_APPEND_DOCUMENT(stmt, "u", d);
+        return;
+    }
+    bson_t pipeline, stage, with;
+    BSON_APPEND_ARRAY_BEGIN(stmt, "u", &pipeline);
+    BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
+    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$replaceWith", &with);
+    BSON_APPEND_DOCUMENT(&with, "$literal", d);
+    bson_append_document_end(&stage, &with);
+    bson_append_document_end(&pipeline, &stage);
+    bson_append_array_end(stmt, &pipeline);
+}
 
 bool isLostPosition(const Status& s) {
     return s.code() == ErrorCode::ChangeStreamHistoryLost ||
@@ -80,6 +135,16 @@ class Feeder {
                 ctx_.state.feederEvents = intField(d, "events");
                 ctx_.state.feederApplies = intField(d, "applies");
             }
+            step_ = "read refusals";
+            auto refused = co_await loadRefusals(ctx_.tiers);
+            if (!refused.isOK()) co_return refused.getStatus();
+            refused_.clear();
+            for (auto& [ns, list] : refused.getValue())
+                for (auto& f : list) {
+                    std::string k = idKey(f.id);
+                    refused_[ns].emplace(std::move(k), std::move(f));
+                }
+            publishRefused();
             loaded_ = true;
         }
         Status st = Status::OK();
@@ -123,8 +188,40 @@ class Feeder {
             }
             st = co_await onReply(r.getValue().get());
             if (!st.isOK()) co_return st;
+            st = co_await retryRefused();
+            if (!st.isOK()) co_return st;
         }
         co_return Status::OK();
+    }
+
+    /// Every kRefusedRetryMillis, applies the refused documents again: the
+    /// archive may accept them now (an operator relaxed a validator or removed
+    /// a conflicting document).
+    asio::awaitable<Status> retryRefused() {
+        int64_t now = nowMillis();
+        if (refused_.empty() || now - lastRefusedRetryMs_ < kRefusedRetryMillis)
+            co_return Status::OK();
+        lastRefusedRetryMs_ = now;
+        std::vector<std::pair<std::string, std::vector<Id>>> again;
+        for (auto& [ns, byId] : refused_) {
+            std::vector<Id> ids;
+            for (auto& [k, f] : byId) ids.push_back(f.id.copy());
+            again.emplace_back(ns, std::move(ids));
+        }
+        for (auto& [ns, ids] : again) {
+            step_ = "retry refused documents";
+            Status st = co_await applyIds(ns, ids);
+            if (!st.isOK()) co_return st;
+        }
+        co_return Status::OK();
+    }
+
+    void publishRefused() {
+        std::map<std::string, Refusals> byNs;
+        for (auto& [ns, byId] : refused_)
+            for (auto& [k, f] : byId)
+                byNs[ns].push_back(Refusal{f.id.copy(), f.code, f.errmsg, f.sinceMs});
+        publishRefusals(ctx_.state, std::move(byNs));
     }
 
     asio::awaitable<Status> open(const bson_t* resumeAfter, OpTime startAt) {
@@ -319,6 +416,7 @@ class Feeder {
         }
 
         step_ = "write archive";
+        std::vector<std::pair<size_t, Status>> refusedNow;  // index into upserts
         size_t i = 0;
         while (i < upserts.size()) {
             if (!ctx_.leading(gen_)) co_return lostLease();
@@ -328,6 +426,7 @@ class Feeder {
             BSON_APPEND_ARRAY_BEGIN(c.mut(), "updates", &arr);
             ArrayKey k;
             size_t bytes = 0, n = 0;
+            const size_t first = i;
             for (; i < upserts.size(); ++i, ++n) {
                 const bson_t* d = upserts[i]->get();
                 if (n > 0 && bytes + d->len > kArchiveCommandBytes) break;
@@ -338,7 +437,7 @@ class Feeder {
                 bson_iter_t idIt;
                 if (bson_iter_init_find(&idIt, d, "_id")) bson_append_iter(&q, "_id", 3, &idIt);
                 bson_append_document_end(&stmt, &q);
-                BSON_APPEND_DOCUMENT(&stmt, "u", d);
+                appendArchiveImage(&stmt, d);
                 BSON_APPEND_BOOL(&stmt, "upsert", true);
                 bson_append_document_end(&arr, &stmt);
             }
@@ -346,9 +445,54 @@ class Feeder {
             BSON_APPEND_BOOL(c.mut(), "ordered", false);
             appendMajority(c.mut());
             BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
-            auto r = co_await t.archive.runOk(c.get());
+            auto r = co_await t.archive.run(c.get());
             if (!r.isOK()) co_return r.getStatus();
-            ctx_.state.feederApplies += static_cast<int64_t>(n);
+            // A failed command or write concern: the whole batch again. A
+            // statement the archive refuses: that document only; the rest applied.
+            const bson_t* reply = r.getValue().get();
+            bson_t werrs;
+            bool haveErrors = bson::subDocument(reply, "writeErrors", &werrs);
+            bson_t wce;
+            if (bson::subDocument(reply, "writeConcernError", &wce) || !haveErrors) {
+                Status st = replyStatus(reply);
+                if (!st.isOK()) co_return st;
+            }
+            size_t refusedHere = 0;
+            if (haveErrors) {
+                bson_iter_t e;
+                bson_iter_init(&e, &werrs);
+                while (bson_iter_next(&e)) {
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&e)) continue;
+                    uint32_t len;
+                    const uint8_t* data;
+                    bson_iter_document(&e, &len, &data);
+                    bson::View w(data, len);
+                    int64_t index = intField(w.get(), "index", -1);
+                    int code = static_cast<int>(intField(w.get(), "code", 8));
+                    std::string msg;
+                    bson_iter_t m;
+                    if (bson_iter_init_find(&m, w.get(), "errmsg") && BSON_ITER_HOLDS_UTF8(&m))
+                        msg = bson_iter_utf8(&m, nullptr);
+                    if (index < 0 || static_cast<size_t>(index) >= n || !isRefusal(code))
+                        co_return Status(static_cast<ErrorCode>(code), msg);
+                    refusedNow.emplace_back(first + static_cast<size_t>(index),
+                                            Status(static_cast<ErrorCode>(code), msg));
+                    ++refusedHere;
+                }
+            }
+            ctx_.state.feederApplies += static_cast<int64_t>(n - refusedHere);
+        }
+        step_ = "record refusals";
+        std::set<std::string> refusedKeys;
+        for (auto& [idx, why] : refusedNow) {
+            Id id;
+            if (idOf(upserts[idx]->get(), &id)) refusedKeys.insert(idKey(id));
+        }
+        std::vector<std::pair<Id, Status>> newly;
+        for (auto& [idx, why] : refusedNow) {
+            Id id;
+            if (!idOf(upserts[idx]->get(), &id)) continue;
+            newly.emplace_back(std::move(id), why);
         }
         if (!deletes.empty()) {
             if (!ctx_.leading(gen_)) co_return lostLease();
@@ -376,10 +520,112 @@ class Feeder {
             if (!r.isOK()) co_return r.getStatus();
             ctx_.state.feederApplies += static_cast<int64_t>(deletes.size());
         }
+        // After every archive write of the batch: a record is cleared only once
+        // the archive holds the document's current state.
+        Status rec = co_await recordRefusals(ns, ids, newly, refusedKeys);
+        if (!rec.isOK()) co_return rec;
         if (!removals.empty()) {
             step_ = "remove tombstones";
             co_return co_await removeTombstones(ns, removals);
         }
+        co_return Status::OK();
+    }
+
+    /// Writes a refusal record for each newly refused document (and logs it),
+    /// and clears the records of the other `ids`, which the archive now
+    /// reflects. Publishes the result to the shared state.
+    asio::awaitable<Status> recordRefusals(const std::string& ns, const std::vector<Id>& ids,
+                                           const std::vector<std::pair<Id, Status>>& newly,
+                                           const std::set<std::string>& refusedKeys) {
+        Tiers& t = ctx_.tiers;
+        auto& known = refused_[ns];
+        std::vector<const Id*> cleared;
+        for (const Id& id : ids)
+            if (!refusedKeys.count(idKey(id)) && known.count(idKey(id))) cleared.push_back(&id);
+        std::vector<const std::pair<Id, Status>*> changed;
+        for (auto& n : newly) {
+            auto it = known.find(idKey(n.first));
+            if (it == known.end() || it->second.code != n.second.codeNumber() ||
+                it->second.errmsg != n.second.reason())
+                changed.push_back(&n);
+        }
+        if (cleared.empty() && changed.empty()) {
+            if (known.empty()) refused_.erase(ns);
+            co_return Status::OK();
+        }
+        if (!changed.empty()) {
+            bson::Doc c;
+            BSON_APPEND_UTF8(c.mut(), "update", Metadata::kRefused);
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(c.mut(), "updates", &arr);
+            ArrayKey k;
+            int64_t now = nowMillis();
+            for (size_t j = 0; j < changed.size(); ++j) {
+                const auto& [id, why] = *changed[j];
+                bson_t stmt, q, u;
+                bson_append_document_begin(&arr, k(j), -1, &stmt);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                Metadata::appendTombstoneKey(&q, "_id", ns, id);
+                bson_append_document_end(&stmt, &q);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+                Metadata::appendTombstoneKey(&u, "_id", ns, id);
+                BSON_APPEND_INT32(&u, "code", why.codeNumber());
+                BSON_APPEND_UTF8(&u, "errmsg", why.reason().c_str());
+                BSON_APPEND_DATE_TIME(&u, "since", now);
+                bson_append_document_end(&stmt, &u);
+                BSON_APPEND_BOOL(&stmt, "upsert", true);
+                bson_append_document_end(&arr, &stmt);
+            }
+            bson_append_array_end(c.mut(), &arr);
+            appendMajority(c.mut());
+            BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+            auto r = co_await t.fast.runOk(c.get());
+            if (!r.isOK()) co_return r.getStatus();
+            for (auto* n : changed) {
+                bson_iter_t vit;
+                const bson_value_t* v = idValue(n->first, &vit);
+                bson::Doc shown;
+                if (v) bson_append_value(shown.mut(), "_id", 3, v);
+                char* json = bson_as_relaxed_extended_json(shown.get(), nullptr);
+                log::warning("tiering", 8210030,
+                             "The archive refused a document; it stays in the fast tier and "
+                             "archive reads that could include it fail until it is resolved",
+                             fmt::format(R"({{"ns":{},"document":{},"code":{},"error":{}}})",
+                                         log::quote(ns), json ? json : "{}", n->second.codeNumber(),
+                                         log::quote(n->second.reason())));
+                bson_free(json);
+                Refusal f{n->first.copy(), n->second.codeNumber(), n->second.reason(), now};
+                known[idKey(n->first)] = std::move(f);
+            }
+        }
+        if (!cleared.empty()) {
+            bson::Doc c;
+            BSON_APPEND_UTF8(c.mut(), "delete", Metadata::kRefused);
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(c.mut(), "deletes", &arr);
+            ArrayKey k;
+            for (size_t j = 0; j < cleared.size(); ++j) {
+                bson_t stmt, q;
+                bson_append_document_begin(&arr, k(j), -1, &stmt);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                Metadata::appendTombstoneKey(&q, "_id", ns, *cleared[j]);
+                bson_append_document_end(&stmt, &q);
+                BSON_APPEND_INT32(&stmt, "limit", 1);
+                bson_append_document_end(&arr, &stmt);
+            }
+            bson_append_array_end(c.mut(), &arr);
+            appendMajority(c.mut());
+            BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+            auto r = co_await t.fast.runOk(c.get());
+            if (!r.isOK()) co_return r.getStatus();
+            for (const Id* id : cleared) {
+                known.erase(idKey(*id));
+                log::info("tiering", 8210031, "A refused document reached the archive",
+                          fmt::format(R"({{"ns":{}}})", log::quote(ns)));
+            }
+        }
+        if (known.empty()) refused_.erase(ns);
+        publishRefused();
         co_return Status::OK();
     }
 
@@ -547,6 +793,9 @@ class Feeder {
     std::string cursorColl_ = "$cmd.aggregate";
     bool endedOnEvent_ = false;
     OpTime lastSavedApplied_ = 0;
+    // The documents the archive refuses: ns -> idKey -> refusal (mirrors <meta>.refused).
+    std::map<std::string, std::map<std::string, Refusal>> refused_;
+    int64_t lastRefusedRetryMs_ = 0;
     const char* step_ = "start";
     FailureLog flog_{"feeder", 8210020};
 };

@@ -36,6 +36,7 @@ struct Metadata {
     static constexpr const char* kState = "state";
     static constexpr const char* kPins = "pins";
     static constexpr const char* kRetries = "retries";
+    static constexpr const char* kRefused = "refused";
     std::string tombstonesNs() const { return db + "." + kTombstones; }
     /// {ns: "<db.coll>", id: <id>}: the _id of X's tombstone.
     static void appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,

@@ -303,6 +303,10 @@ class ClientConnection : public net::FrameHandler {
     /// stale and the evictor ignores it, kStalePinMillis).
     void release(std::vector<Pinned>& pins);
     asio::awaitable<Status> awaitFeeder(const std::string& ns, OpTime after);
+    /// OK unless the read could include a document the archive refused
+    /// (CONSISTENCY.md, Refused documents): then an error naming it.
+    asio::awaitable<Status> checkRefused(const CollectionPolicy& p, std::string_view name,
+                                         const bson_t* cmd);
 
     Proxy& p_;
     net::ConnectionInfo info_;
@@ -973,8 +977,71 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     prog->routedArchive++;
     Status w = co_await awaitFeeder(p.ns, afterClusterTime(cmd));
     if (!w.isOK()) co_return errorDoc(w);
+    Status clear = co_await checkRefused(p, name, cmd);
+    if (!clear.isOK()) co_return errorDoc(clear);
     bson::Doc body = forwardBody(cmd, true);
     co_return co_await forward(p_.archive(), msg, body.get(), p.ns, false);
+}
+
+asio::awaitable<Status> ClientConnection::checkRefused(const CollectionPolicy& p,
+                                                       std::string_view name, const bson_t* cmd) {
+    auto* prog = p_.state().progress(p.ns);
+    auto refused = prog ? prog->refusals() : nullptr;
+    if (!refused) co_return Status::OK();
+    std::vector<Id> ids;
+    for (const auto& f : *refused) ids.push_back(f.id.copy());
+    bson_t filter;
+    std::optional<Id> hit;
+    if (!readFilter(name, cmd, &filter)) {
+        hit = ids.front().copy();
+    } else {
+        // Either version matters: the fast tier's (the archive lacks it) and
+        // the archive's (out of date).
+        auto [db, coll] = splitNs(p.ns);
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
+        bson_t f, all;
+        BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
+        BSON_APPEND_ARRAY_BEGIN(&f, "$and", &all);
+        BSON_APPEND_DOCUMENT(&all, "0", &filter);
+        appendIdIn(&all, "1", ids);
+        bson_append_array_end(&f, &all);
+        bson_append_document_end(c.mut(), &f);
+        bson_t collation;
+        if (bson::subDocument(cmd, "collation", &collation))
+            BSON_APPEND_DOCUMENT(c.mut(), "collation", &collation);
+        bson_t proj;
+        BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
+        BSON_APPEND_INT32(&proj, "_id", 1);
+        bson_append_document_end(c.mut(), &proj);
+        BSON_APPEND_INT64(c.mut(), "limit", 1);
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        for (Tier* tier : {&p_.fast(), &p_.archive()}) {
+            auto r = co_await tier->collect(c.get());
+            if (!r.isOK()) co_return r.getStatus();
+            Id id;
+            if (!r.getValue().empty() && idOf(r.getValue().front().get(), &id)) {
+                hit = std::move(id);
+                break;
+            }
+        }
+    }
+    if (!hit) co_return Status::OK();
+    const Refusal* why = &refused->front();
+    for (const auto& f : *refused)
+        if (idKey(f.id) == idKey(*hit)) why = &f;
+    bson_iter_t vit;
+    bson::Doc shown;
+    if (const bson_value_t* v = idValue(why->id, &vit)) bson_append_value(shown.mut(), "_id", 3, v);
+    char* json = bson_as_relaxed_extended_json(shown.get(), nullptr);
+    Status out(ErrorCode::OperationFailed,
+               fmt::format("halocline: this read of {} must go to the archive and could include "
+                           "the document {}, which the archive refused to store (code {}: {}); "
+                           "it is served only by exact _id lookups until it is corrected (see "
+                           "docs/OPERATIONS.md, Refused documents)",
+                           p.ns, json ? json : "?", why->code, why->errmsg));
+    bson_free(json);
+    co_return out;
 }
 
 asio::awaitable<Status> ClientConnection::prepare(const CollectionPolicy& p, const bson_t* filter,
@@ -1206,6 +1273,27 @@ bson::Doc ClientConnection::status() {
         BSON_APPEND_UTF8(&c, "ageField", p.ageField.c_str());
         std::string problem = pr->policyProblem();
         if (!problem.empty()) BSON_APPEND_UTF8(&c, "policyProblem", problem.c_str());
+        if (auto refused = pr->refusals()) {
+            // Documents the archive refused (CONSISTENCY.md, Refused documents): the first few.
+            bson_t rf, arr;
+            BSON_APPEND_DOCUMENT_BEGIN(&c, "refused", &rf);
+            BSON_APPEND_INT64(&rf, "count", static_cast<int64_t>(refused->size()));
+            BSON_APPEND_ARRAY_BEGIN(&rf, "documents", &arr);
+            ArrayKey k;
+            for (size_t i = 0; i < refused->size() && i < 20; ++i) {
+                const Refusal& f = (*refused)[i];
+                bson_t e;
+                bson_append_document_begin(&arr, k(i), -1, &e);
+                bson_iter_t vit;
+                if (const bson_value_t* v = idValue(f.id, &vit)) bson_append_value(&e, "_id", 3, v);
+                BSON_APPEND_INT32(&e, "code", f.code);
+                BSON_APPEND_UTF8(&e, "errmsg", f.errmsg.c_str());
+                BSON_APPEND_DATE_TIME(&e, "since", f.sinceMs);
+                bson_append_document_end(&arr, &e);
+            }
+            bson_append_array_end(&rf, &arr);
+            bson_append_document_end(&c, &rf);
+        }
         BSON_APPEND_INT64(&c, "horizonMillis", p.horizon.count());
         BSON_APPEND_DOCUMENT_BEGIN(&c, "warm", &warm);
         int64_t low = pr->warmLowMs.load();

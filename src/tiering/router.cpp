@@ -150,6 +150,23 @@ bool stageReadsOtherCollection(std::string_view stage) {
 
 }  // namespace
 
+bool readFilter(std::string_view cmdName, const bson_t* cmd, bson_t* filter) {
+    if (cmdName == "find") return bson::subDocument(cmd, "filter", filter);
+    if (cmdName == "count" || cmdName == "distinct") return bson::subDocument(cmd, "query", filter);
+    if (cmdName != "aggregate") return false;
+    bson_t pipeline;
+    bson_iter_t it, st;
+    if (!bson::subDocument(cmd, "pipeline", &pipeline) || !bson_iter_init(&it, &pipeline) ||
+        !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) ||
+        !bson_iter_next(&st) || std::string_view(bson_iter_key(&st)) != "$match" ||
+        !BSON_ITER_HOLDS_DOCUMENT(&st))
+        return false;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&st, &len, &data);
+    return bson_init_static(filter, data, len);
+}
+
 Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
                            const bson_t* cmd) const {
     Decision d;

@@ -36,6 +36,11 @@ struct AgeBound {
 };
 std::optional<AgeBound> ageLowerBound(const bson_t* filter, const CollectionPolicy& p);
 
+/// The filter of a read (`find`'s filter, `count`'s and `distinct`'s query,
+/// an `aggregate`'s leading $match), as a view into `cmd`. False when it has
+/// none, i.e. it may read every document.
+bool readFilter(std::string_view cmdName, const bson_t* cmd, bson_t* filter);
+
 /// An exact top-level `_id` equality in a filter (not an operator document).
 std::optional<Id> exactId(const bson_t* filter);
 

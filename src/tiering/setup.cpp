@@ -227,8 +227,8 @@ asio::awaitable<StatusWith<std::string>> checkAgeField(Tier& archive, const Coll
 }
 
 asio::awaitable<Status> ensureSetup(const ProxyConfig& cfg, Tiers& t) {
-    for (const char* coll :
-         {Metadata::kTombstones, Metadata::kState, Metadata::kPins, Metadata::kRetries}) {
+    for (const char* coll : {Metadata::kTombstones, Metadata::kState, Metadata::kPins,
+                             Metadata::kRetries, Metadata::kRefused}) {
         Status st = co_await createCollection(t.fast, t.meta.db, coll, nullptr);
         if (!st.isOK()) co_return st;
     }

@@ -11,13 +11,25 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "bson/doc.h"
 #include "tiering/config.h"
 
 namespace halo::tiering {
 
 /// A BSON Timestamp as one ordered integer: (seconds << 32) | increment.
 using OpTime = uint64_t;
+
+/// A document the archive refused to store (CONSISTENCY.md, Refused documents):
+/// it stays in the fast tier, and archive reads that could include it fail.
+struct Refusal {
+    bson::Doc id;  // {v: <_id>}
+    int code = 0;  // the archive's error
+    std::string errmsg;
+    int64_t sinceMs = 0;
+};
+using Refusals = std::vector<Refusal>;
 
 struct CollectionProgress {
     /// The fast tier holds every document whose age is greater than this
@@ -45,9 +57,23 @@ struct CollectionProgress {
         policyProblem_ = std::move(p);
     }
 
+    /// The documents of this collection the archive refuses (null: none).
+    std::shared_ptr<const Refusals> refusals() const {
+        if (refusedCount.load() == 0) return nullptr;
+        std::lock_guard lk(mu_);
+        return refusals_;
+    }
+    void setRefusals(std::shared_ptr<const Refusals> r) {
+        std::lock_guard lk(mu_);
+        refusedCount = r ? r->size() : 0;
+        refusals_ = std::move(r);
+    }
+    std::atomic<size_t> refusedCount{0};
+
   private:
     mutable std::mutex mu_;
     std::string policyProblem_;
+    std::shared_ptr<const Refusals> refusals_;
 };
 
 enum class WorkerRole : int { Disabled = 0, Standby = 1, Leader = 2 };

@@ -125,7 +125,44 @@ asio::awaitable<Status> refreshFeederProgress(Tiers& t, SharedState& s) {
     s.feederLagOps = intField(d, "lagOps");
     s.feederEvents = intField(d, "events");
     s.feederApplies = intField(d, "applies");
+    // After the applied time: every refusal the feeder recorded before saving
+    // it is then known here, so an archive read it allows can check them.
+    auto refused = co_await loadRefusals(t);
+    if (!refused.isOK()) co_return refused.getStatus();
+    publishRefusals(s, std::move(refused.getValue()));
     co_return Status::OK();
+}
+
+asio::awaitable<StatusWith<std::map<std::string, Refusals>>> loadRefusals(Tiers& t) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", Metadata::kRefused);
+    BSON_APPEND_INT64(c.mut(), "batchSize", 100000);
+    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+    auto r = co_await t.fast.collect(c.get());
+    if (!r.isOK()) co_return r.getStatus();
+    std::map<std::string, Refusals> out;
+    for (auto& d : r.getValue()) {
+        std::string ns;
+        Refusal f;
+        if (!tombstoneTarget(d.get(), &ns, &f.id)) continue;
+        f.code = static_cast<int>(intField(d.get(), "code"));
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, d.get(), "errmsg") && BSON_ITER_HOLDS_UTF8(&it))
+            f.errmsg = bson_iter_utf8(&it, nullptr);
+        f.sinceMs = dateField(d.get(), "since").value_or(0);
+        out[ns].push_back(std::move(f));
+    }
+    co_return out;
+}
+
+void publishRefusals(SharedState& s, std::map<std::string, Refusals> byNs) {
+    for (auto& [ns, progress] : s.collections) {
+        auto it = byNs.find(ns);
+        if (it == byNs.end() || it->second.empty())
+            progress->setRefusals(nullptr);
+        else
+            progress->setRefusals(std::make_shared<const Refusals>(std::move(it->second)));
+    }
 }
 
 asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(

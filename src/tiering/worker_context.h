@@ -142,6 +142,13 @@ asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
 /// its applied time, lag and counters, into `s`.
 asio::awaitable<Status> refreshFeederProgress(Tiers& t, SharedState& s);
 
+/// CONSISTENCY.md, Refused documents: <meta>.refused in the fast tier holds
+/// {_id: {ns, id}, code, errmsg, since} per document the archive refused.
+/// loadRefusals reads them all (ns -> refusals); publishRefusals puts them in
+/// `s` (every tiered collection not in `byNs` gets none).
+asio::awaitable<StatusWith<std::map<std::string, Refusals>>> loadRefusals(Tiers& t);
+void publishRefusals(SharedState& s, std::map<std::string, Refusals> byNs);
+
 /// Runs a find/aggregate and calls `fn` with each batch of documents, following
 /// the cursor (the cursor is killed when `fn` fails).
 using BatchFn = std::function<asio::awaitable<Status>(std::vector<bson::Doc>&)>;
