@@ -3,7 +3,8 @@
 // subject (the tiering proxy) and a reference (one plain store), and the two outcomes are
 // compared field by field. Used by tests/js/tiering/differential.test.js.
 //
-// Documents: {_id: int, w: int (owning client), date, cat: 0..4, v: int, tag?: string}.
+// Documents: {_id: int, w: int (owning client), date, cat: 0..4, v: int, tag?: string},
+// sometimes with $-prefixed and dotted field names.
 // Dates are spread from long ago to a little in the future relative to the horizon, so
 // some documents are older than the horizon (evicted, archive-only) and some younger
 // (fast tier, warmed).
@@ -92,6 +93,9 @@ class WorkloadState {
     const d = { _id: id, w: this.w, date: this.date(), cat: rng.int(0, CATS - 1), v: rng.int(0, 1000) };
     if (rng.chance(0.6)) d.tag = rng.pick(TAGS);
     if (rng.chance(0.15)) d.m = { x: rng.int(0, 9), arr: [rng.int(0, 3), rng.int(0, 3)] };
+    // Field names MongoDB 5.0+ stores but a replacement update may not carry: the feeder
+    // must still copy such documents to the archive unchanged.
+    if (rng.chance(0.05)) Object.assign(d, { $price: rng.int(0, 99), 'a.b': rng.int(0, 9), q: { $x: 1 } });
     return d;
   }
 
