@@ -227,6 +227,7 @@ namespace halo {
     X(BSONObjectTooLarge, 10334)                     \
     X(DuplicateKey, 11000)                           \
     X(InterruptedAtShutdown, 11600)                  \
+    X(Interrupted, 11601)                            \
     X(NotWritablePrimary, 10107)                     \
     X(Location15974, 15974)                          \
     X(Location17276, 17276)                          \

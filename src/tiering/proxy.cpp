@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "net/tls.h"
+#include "store/query/matcher.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
 #include "wire/message.h"
@@ -42,6 +43,10 @@ std::string str(const bson_t* d, const char* k) {
 bool truthy(const bson_t* d, const char* k) {
     bson_iter_t it;
     return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
+}
+
+Status interrupted() {
+    return Status(ErrorCode::Interrupted, "operation was interrupted");
 }
 
 bson::Doc errorDoc(const Status& s) {
@@ -204,6 +209,15 @@ std::optional<std::vector<Id>> idsNamedBy(const bson_t* filter) {
     return std::nullopt;
 }
 
+/// Whether an aggregate's first pipeline stage is `stage`.
+bool firstStageIs(const bson_t* cmd, std::string_view stage) {
+    bson_t pipeline;
+    bson_iter_t it, st;
+    return bson::subDocument(cmd, "pipeline", &pipeline) && bson_iter_init(&it, &pipeline) &&
+           bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) &&
+           bson_iter_next(&st) && stage == bson_iter_key(&st);
+}
+
 /// Whether a createIndexes command creates an index whose key is exactly the
 /// one the proxy gives the fast tier on the age field ({ageField: 1}).
 bool createsAgeIndex(const CollectionPolicy& p, const wire::OpMsg& msg, const bson_t* cmd) {
@@ -239,7 +253,8 @@ asio::awaitable<Status> dropIndex(Tier& tier, const std::string& ns, const std::
 
 class ClientConnection : public net::FrameHandler {
   public:
-    ClientConnection(Proxy& p, const net::ConnectionInfo& info) : p_(p), info_(info) {}
+    ClientConnection(Proxy& p, const net::ConnectionInfo& info)
+        : p_(p), info_(info), slot_(p.operations(), info.id, info.remote) {}
 
     asio::awaitable<net::HandlerResult> onFrame(net::Frame frame) override;
 
@@ -308,8 +323,14 @@ class ClientConnection : public net::FrameHandler {
     asio::awaitable<Status> checkRefused(const CollectionPolicy& p, std::string_view name,
                                          const bson_t* cmd);
 
+    /// currentOp/$currentOp (the proxy's own operations), killOp, connPoolStats.
+    asio::awaitable<bson::Doc> currentOp(const bson_t* cmd, const std::string& name);
+    bson::Doc killOp(const bson_t* cmd);
+    bson::Doc connPoolStats();
+
     Proxy& p_;
     net::ConnectionInfo info_;
+    OperationSlot slot_;
     std::optional<wire::Compressor> compressor_;
     int32_t nextResponseId_ = 1;
 };
@@ -396,6 +417,7 @@ asio::awaitable<bson::Doc> ClientConnection::legacyCommand(const Frame& frame) {
 asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, const bson_t* cmd,
                                                         const std::string& db) {
     bson::Doc reply;
+    slot_.begin(cmd, db);
     try {
         reply = co_await dispatch(msg, cmd, db);
     } catch (const DBException& e) {
@@ -403,6 +425,7 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     } catch (const std::exception& e) {
         reply = errorDoc(Status(ErrorCode::InternalError, e.what()));
     }
+    slot_.end();
     // Every reply carries the clock (docs/CONSISTENCY.md, Clocks and sessions),
     // errors included, as mongod's do.
     if (!bson_has_field(reply.get(), "$clusterTime")) appendClock(reply.mut(), 0);
@@ -483,8 +506,10 @@ void ClientConnection::appendClock(bson_t* out, OpTime operationTime) {
 
 asio::awaitable<ClientConnection::Reply> ClientConnection::send(Tier& tier, const wire::OpMsg& msg,
                                                                 const bson_t* body) {
+    slot_.sentTo(tier.name().c_str());
     auto r = co_await tier.roundTrip(buildForward(msg, body));
     if (!r.isOK()) co_return r.getStatus();
+    if (slot_.killed()) co_return interrupted();
     co_return bodyOf(r.getValue());
 }
 
@@ -607,6 +632,7 @@ asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpT
                             "received every write acknowledged before it (feeder behind by {} "
                             "ms); waited {} ms (tiering.causalWaitTimeout)",
                             ns, s.feederLagMillis.load(), p_.config().causalWaitTimeout.count()));
+        if (slot_.killed()) co_return interrupted();
         timer.expires_after(std::chrono::milliseconds(2));
         asio::error_code ec;
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -649,6 +675,12 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
         co_return d;
     }
     if (name == "haloclineStatus") co_return status();
+    // The proxy's own operations and pools, as mongos answers for its own.
+    if (name == "currentOp") co_return co_await currentOp(cmd, name);
+    if (name == "killOp") co_return killOp(cmd);
+    if (name == "connPoolStats") co_return connPoolStats();
+    if (name == "aggregate" && db == "admin" && firstStageIs(cmd, "$currentOp"))
+        co_return co_await currentOp(cmd, name);
     if (name == "haloclineExplain") co_return co_await explainRouting(cmd, db);
     if (name == "getMore") co_return co_await getMore(cmd);
     if (name == "killCursors") co_return co_await killCursors(cmd);
@@ -1235,6 +1267,136 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
     BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
     appendClock(out.mut(), t ? t : p_.state().fastClusterTime.load());
     co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::currentOp(const bson_t* cmd, const std::string& name) {
+    // The filter: the legacy command's other fields, or the $match stages after
+    // $currentOp. Nothing else may follow it here (the proxy has no pipeline).
+    bson::Doc filter;
+    bool includeIdle = false;
+    if (name == "aggregate") {
+        bson_t pipeline, spec;
+        bson_iter_t it;
+        bson::subDocument(cmd, "pipeline", &pipeline);
+        bson_iter_init(&it, &pipeline);
+        bson_iter_next(&it);
+        bson_iter_t st;
+        bson_iter_recurse(&it, &st);
+        bson_iter_next(&st);
+        if (BSON_ITER_HOLDS_DOCUMENT(&st)) {
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&st, &len, &data);
+            bson_init_static(&spec, data, len);
+            includeIdle = truthy(&spec, "idleConnections");
+        }
+        bson_t all;
+        BSON_APPEND_ARRAY_BEGIN(filter.mut(), "$and", &all);
+        ArrayKey k;
+        size_t n = 0;
+        while (bson_iter_next(&it)) {
+            bson_t match;
+            bson_iter_t m;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &m) ||
+                !bson_iter_next(&m) || std::string_view(bson_iter_key(&m)) != "$match" ||
+                !BSON_ITER_HOLDS_DOCUMENT(&m))
+                co_return errorDoc(Status(ErrorCode::CommandNotSupported,
+                                          "halocline: through the proxy only $match stages may "
+                                          "follow $currentOp"));
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&m, &len, &data);
+            bson_init_static(&match, data, len);
+            BSON_APPEND_DOCUMENT(&all, k(n++), &match);
+        }
+        bson_append_array_end(filter.mut(), &all);
+        if (n == 0) filter = bson::Doc();
+    } else {
+        bson_iter_t it;
+        bson_iter_init(&it, cmd);
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "currentOp" || k == "$all" || k == "$ownOps" || k == "$db" || k == "lsid" ||
+                k == "$clusterTime" || k == "$readPreference" || k == "comment")
+                continue;
+            bson_append_iter(filter.mut(), nullptr, 0, &it);
+        }
+        includeIdle = truthy(cmd, "$all");
+    }
+    auto matcher = query::Matcher::parse(filter.get());
+    if (!matcher.isOK()) co_return errorDoc(matcher.getStatus());
+    std::vector<bson::Doc> ops = p_.operations().current(includeIdle);
+    bson::Doc out;
+    bson_t arr;
+    ArrayKey k;
+    size_t n = 0;
+    if (name == "aggregate") {
+        bson_t cursor;
+        BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "cursor", &cursor);
+        BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+        for (auto& op : ops)
+            if (matcher.getValue()->matches(op.get())) BSON_APPEND_DOCUMENT(&arr, k(n++), op.get());
+        bson_append_array_end(&cursor, &arr);
+        BSON_APPEND_INT64(&cursor, "id", 0);
+        BSON_APPEND_UTF8(&cursor, "ns", "admin.$cmd.aggregate");
+        bson_append_document_end(out.mut(), &cursor);
+    } else {
+        BSON_APPEND_ARRAY_BEGIN(out.mut(), "inprog", &arr);
+        for (auto& op : ops)
+            if (matcher.getValue()->matches(op.get())) BSON_APPEND_DOCUMENT(&arr, k(n++), op.get());
+        bson_append_array_end(out.mut(), &arr);
+    }
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    co_return out;
+}
+
+bson::Doc ClientConnection::killOp(const bson_t* cmd) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, cmd, "op") || !BSON_ITER_HOLDS_NUMBER(&it))
+        return errorDoc(
+            Status(ErrorCode::TypeMismatch, "Did not provide \"op\" field or it is not a number"));
+    p_.operations().kill(bson_iter_as_int64(&it));
+    // As mongod: the same answer whether or not the operation was found.
+    bson::Doc out;
+    BSON_APPEND_UTF8(out.mut(), "info", "attempting to kill op");
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    return out;
+}
+
+bson::Doc ClientConnection::connPoolStats() {
+    bson::Doc out;
+    int64_t inUse = 0, available = 0, created = 0;
+    bson_t hosts, h;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "hosts", &hosts);
+    for (Tier* t : {&p_.fast(), &p_.archive()}) {
+        Tier::PoolStats s = t->poolStats();
+        std::string host = t->info().primary;
+        if (host.empty()) host = t->name();
+        bson_append_document_begin(&hosts, host.c_str(), -1, &h);
+        BSON_APPEND_INT64(&h, "inUse", s.inUse);
+        BSON_APPEND_INT64(&h, "available", s.available);
+        BSON_APPEND_INT64(&h, "leased", 0);
+        BSON_APPEND_INT64(&h, "created", s.created);
+        BSON_APPEND_INT64(&h, "refreshing", 0);
+        BSON_APPEND_UTF8(&h, "tier", t->name().c_str());
+        bson_append_document_end(&hosts, &h);
+        inUse += s.inUse;
+        available += s.available;
+        created += s.created;
+    }
+    bson_append_document_end(out.mut(), &hosts);
+    BSON_APPEND_INT64(out.mut(), "numClientConnections", 0);
+    BSON_APPEND_INT64(out.mut(), "numAScopedConnections", 0);
+    BSON_APPEND_INT64(out.mut(), "totalInUse", inUse);
+    BSON_APPEND_INT64(out.mut(), "totalAvailable", available);
+    BSON_APPEND_INT64(out.mut(), "totalLeased", 0);
+    BSON_APPEND_INT64(out.mut(), "totalCreated", created);
+    BSON_APPEND_INT64(out.mut(), "totalRefreshing", 0);
+    bson_t rs;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "replicaSets", &rs);
+    bson_append_document_end(out.mut(), &rs);
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    return out;
 }
 
 bson::Doc ClientConnection::status() {

@@ -13,6 +13,7 @@
 #include "net/listener.h"
 #include "tiering/config.h"
 #include "tiering/cursors.h"
+#include "tiering/operations.h"
 #include "tiering/protocol.h"
 #include "tiering/router.h"
 #include "tiering/state.h"
@@ -43,6 +44,7 @@ class Proxy {
     SharedState& state() { return state_; }
     Router& router() { return router_; }
     CursorMap& cursors() { return cursors_; }
+    Operations& operations() { return operations_; }
     asio::io_context& io() { return io_; }
     void killRemote(const std::vector<CursorEntry>& dropped);
 
@@ -64,6 +66,7 @@ class Proxy {
     SharedState state_;
     Router router_;
     CursorMap cursors_;
+    Operations operations_;
     std::unique_ptr<net::Listener> listener_;
     std::unique_ptr<Workers> workers_;
     std::mutex mu_;

@@ -220,6 +220,7 @@ std::pair<std::string, uint16_t> splitHost(const std::string& hp) {
 asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std::string& host,
                                                                        uint16_t port) {
     auto c = std::make_unique<Conn>(io_);
+    ++created_;
     asio::error_code ec;
     asio::ip::tcp::resolver resolver(io_);
     auto eps = co_await resolver.async_resolve(host, std::to_string(port),
@@ -587,10 +588,21 @@ asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
     co_return co_await exchangeOver(c.sock, c.reader, request, rid, name_);
 }
 
+Tier::PoolStats Tier::poolStats() const {
+    PoolStats s;
+    s.inUse = inUse_.load();
+    s.created = created_.load();
+    std::lock_guard lk(mu_);
+    s.available = static_cast<int64_t>(idle_.size());
+    return s;
+}
+
 asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
     auto c = co_await acquire();
     if (!c.isOK()) co_return c.getStatus();
+    ++inUse_;
     auto r = co_await exchange(*c.getValue(), request);
+    --inUse_;
     if (r.isOK()) {
         release(std::move(c.getValue()));
     } else {

@@ -76,6 +76,14 @@ class Tier {
     /// A fresh logical session id ({id: UUID}) for this tier's transactions.
     bson::Doc newSessionId();
 
+    /// The connection pool, as connPoolStats reports it.
+    struct PoolStats {
+        int64_t inUse = 0;      // round trips in flight
+        int64_t available = 0;  // idle connections
+        int64_t created = 0;    // connections opened since start
+    };
+    PoolStats poolStats() const;
+
   private:
     struct Conn;
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> acquire();
@@ -108,6 +116,8 @@ class Tier {
     std::vector<std::unique_ptr<Conn>> idle_;
     TierInfo info_;
     std::atomic<bool> reachable_{false};
+    std::atomic<int64_t> inUse_{0};
+    std::atomic<int64_t> created_{0};
     std::atomic<int32_t> nextRequestId_{1};
 };
 

@@ -1,0 +1,72 @@
+#pragma once
+// The proxy's in-flight client operations, for currentOp and killOp as mongos
+// answers them: each client connection runs one command at a time and
+// publishes it here while it runs, with the tier it was sent to.
+//
+// Thread-safety: every method may be called from any thread. A connection's
+// slot is written only by that connection's coroutine (begin/end/sentTo) and
+// read by currentOp under the slot's mutex; the command document it points to
+// stays valid between begin() and end().
+#include <bson/bson.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bson/doc.h"
+
+namespace halo::tiering {
+
+class Operations;
+
+/// One client connection's slot.
+class OperationSlot {
+  public:
+    OperationSlot(Operations& ops, uint64_t connectionId, std::string client);
+    ~OperationSlot();
+    OperationSlot(const OperationSlot&) = delete;
+    OperationSlot& operator=(const OperationSlot&) = delete;
+
+    /// A command starts (`cmd` must outlive the matching end()).
+    void begin(const bson_t* cmd, const std::string& db);
+    void end();
+    /// The command was (also) sent to this tier.
+    void sentTo(const char* tierName) { tier_.store(tierName, std::memory_order_relaxed); }
+    /// Whether killOp asked this command to stop.
+    bool killed() const { return killed_.load(std::memory_order_relaxed); }
+
+  private:
+    friend class Operations;
+    Operations& ops_;
+    const uint64_t connectionId_;
+    const std::string client_;
+    std::mutex mu_;
+    int64_t opid_ = 0;  // 0: idle
+    const bson_t* cmd_ = nullptr;
+    std::string db_;
+    std::chrono::steady_clock::time_point started_{};
+    std::atomic<const char*> tier_{nullptr};
+    std::atomic<bool> killed_{false};
+};
+
+class Operations {
+  public:
+    /// currentOp documents in mongod's shape (opid, active, secs_running,
+    /// microsecs_running, op, ns, command, client, desc, connectionId,
+    /// currentOpTime) plus `halocline: {tier}`; idle connections too when asked.
+    std::vector<bson::Doc> current(bool includeIdle) const;
+    /// Marks operation `opid` killed; false when no such operation runs.
+    bool kill(int64_t opid);
+
+  private:
+    friend class OperationSlot;
+    mutable std::mutex mu_;
+    std::set<OperationSlot*> slots_;
+    std::atomic<int64_t> nextOpId_{1};
+};
+
+}  // namespace halo::tiering
