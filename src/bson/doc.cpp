@@ -151,6 +151,17 @@ bool isTruthy(const bson_value_t& v) {
     }
 }
 
+void appendStringArray(bson_t* b, std::string_view key, const std::vector<std::string>& values) {
+    bson_t arr;
+    bson_append_array_begin(b, key.data(), static_cast<int>(key.size()), &arr);
+    for (size_t i = 0; i < values.size(); ++i) {
+        std::string k = std::to_string(i);
+        bson_append_utf8(&arr, k.c_str(), -1, values[i].c_str(),
+                         static_cast<int>(values[i].size()));
+    }
+    bson_append_array_end(b, &arr);
+}
+
 std::string_view typeName(bson_type_t t) {
     switch (t) {
         case BSON_TYPE_DOUBLE:

@@ -204,6 +204,8 @@ namespace halo {
     X(IndexOptionsConflict, 85)                      \
     X(IndexKeySpecsConflict, 86)                     \
     X(OperationFailed, 96)                           \
+    X(DocumentValidationFailure, 121)                \
+    X(QueryFeatureNotAllowed, 224)                   \
     X(WriteConflict, 112)                            \
     X(CommandNotSupported, 115)                      \
     X(NotYetInitialized, 94)                         \
@@ -226,6 +228,7 @@ namespace halo {
     X(BSONObjectTooLarge, 10334)                     \
     X(DuplicateKey, 11000)                           \
     X(InterruptedAtShutdown, 11600)                  \
+    X(Interrupted, 11601)                            \
     X(NotWritablePrimary, 10107)                     \
     X(Location15974, 15974)                          \
     X(Location17276, 17276)                          \

@@ -7,6 +7,7 @@
 #include "bson/compare.h"
 #include "store/aggregate/pipeline.h"
 #include "store/aggregate/vector_source.h"
+#include "store/commands/document_validation.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/query/matcher.h"
@@ -251,13 +252,21 @@ HALO_REGISTER_COMMAND(CommandSpec{{"killCursors"}, runKillCursors});
 struct WriteError {
     int32_t index;
     Status status;
-    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue for duplicate keys
+    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue, errInfo (ErrorWithInfo)
 };
 
 WriteError writeErrorFrom(int32_t index, const DBException& e) {
     WriteError w{index, e.status(), nullptr};
-    if (auto* dup = dynamic_cast<const rs::DuplicateKeyError*>(&e)) w.info = dup->info();
+    if (auto* withInfo = dynamic_cast<const ErrorWithInfo*>(&e)) w.info = withInfo->info();
     return w;
+}
+
+/// Adds a statement's error to the reply's writeErrors. Inside a multi-document
+/// transaction the error fails the whole command instead (and aborts the
+/// transaction), as in mongod. Call from the catch block of `e`.
+void recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
+    if (currentOperation().txn) throw;  // rethrows `e`
+    errors.push_back(writeErrorFrom(index, e));
 }
 
 void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
@@ -311,6 +320,7 @@ void insertOne(Store& store, const std::string& ns, const bson_t* doc, int32_t s
     auto coll = store.catalog().lookup(ns);
     HALO_INVARIANT(coll != nullptr);
     bson::Doc prepared = prepareInsert(doc);
+    validateInsert(*coll, prepared.get());
     runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
         rs::insert(s, *coll, prepared.get());
         logInsert(log, *coll, prepared.get());
@@ -331,6 +341,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::Location40414,
                   "BSON field 'insert.documents' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
     uint32_t count = 0;
     {
         bson_t docs;
@@ -367,8 +378,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
             if (!priorOutcome(op.store, i)) insertOne(op.store, ns, doc.get(), i);
             ++n;
         } catch (const DBException& e) {
-            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
-            errors.push_back(writeErrorFrom(i, e));
+            recordWriteError(errors, i, e);
             if (ordered) break;
         }
     }
@@ -553,6 +563,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                 update::UpdateResult r = driver->apply(s, doc.get(), ao);
                 if (wantDocs) out.before = doc.copy();
                 if (r.modified) {
+                    validateUpdate(*coll, doc.get(), r.newDoc.get());
                     rs::update(s, *coll, rid, doc.get(), r.newDoc.get());
                     logUpdate(log, *coll, doc.get(), r.newDoc.get(), driver->isReplacement());
                     coll->dataSize +=
@@ -569,6 +580,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
             ao.isUpsertInsert = true;
             update::UpdateResult r = driver->applyUpsert(s, q, ao);
             bson::Doc prepared = prepareInsert(r.newDoc.get());
+            validateInsert(*coll, prepared.get());
             rs::insert(s, *coll, prepared.get());
             logInsert(log, *coll, prepared.get());
             coll->numRecords++;
@@ -594,6 +606,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::Location40414,
                   "BSON field 'update.updates' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
     std::vector<WriteError> errors;
     int64_t n = 0, nModified = 0;
     int32_t index = 0;
@@ -650,8 +663,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                 anyUpsert = true;
             }
         } catch (const DBException& e) {
-            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
-            errors.push_back(writeErrorFrom(i, e));
+            recordWriteError(errors, i, e);
             if (ordered) break;
         }
     }
@@ -760,8 +772,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
             n += deleteDocs(op.store, ns, &q, limit == 1, nullptr,
                             hint.empty() ? nullptr : hint.get(), nullptr, i);
         } catch (const DBException& e) {
-            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
-            errors.push_back(writeErrorFrom(i, e));
+            recordWriteError(errors, i, e);
             if (ordered) break;
         }
     }
@@ -781,6 +792,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
     bool remove = cmdarg::getBool(op.cmd, "remove", false);
     bool returnNew = cmdarg::getBool(op.cmd, "new", false);
     bool upsert = cmdarg::getBool(op.cmd, "upsert", false);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
     bool haveFields = cmdarg::getDoc(op.cmd, "fields", &fields, "findAndModify");
     bson_iter_t it;
     bool haveUpdate = bson::find(op.cmd, "update", &it);

@@ -9,6 +9,7 @@
 #include "store/commands/auth_commands.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
+#include "store/query/document_validator.h"
 #include "store/query/matcher.h"
 
 namespace halo::store {
@@ -17,6 +18,33 @@ namespace {
 std::string nsOf(const OperationContext& op) {
     validateDbName(op.db);
     return op.db + "." + cmdarg::collectionName(op);
+}
+
+/// Checks the validation options a create or collMod would store (mongod's
+/// codes), and that a validator is allowed on the namespace: not on system
+/// collections nor in the admin, local and config databases (InvalidOptions).
+void checkValidationOptions(const std::string& ns, const bson_t* options, std::string_view command,
+                            const CollectionEntry* existing) {
+    auto cv = uassertStatusOK(query::CollectionValidation::fromOptions(options, command));
+    if (!cv.validator) return;
+    auto [db, coll] = splitNs(ns);
+    std::string withUuid;
+    if (existing) {
+        withUuid = " with UUID ";
+        for (int i = 0; i < 16; ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) withUuid += '-';
+            withUuid += fmt::format("{:02x}", existing->uuid[i]);
+        }
+    }
+    if (coll.rfind("system.", 0) == 0)
+        uasserted(
+            ErrorCode::InvalidOptions,
+            fmt::format("Document validators not allowed on system collection {}{}", ns, withUuid));
+    if (db == "admin" || db == "local" || db == "config")
+        uasserted(ErrorCode::InvalidOptions,
+                  fmt::format("Document validators are not allowed on collection {}{} in the {} "
+                              "internal database",
+                              ns, withUuid, db));
 }
 
 void appendUuid(bson_t* out, const char* key, const CollectionEntry& e) {
@@ -45,6 +73,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           "time-series collections are not supported by this store");
             bson::appendIter(options.mut(), k, it);
         }
+        checkValidationOptions(ns, options.get(), "create", nullptr);
         std::unique_lock lk(op.store.catalog().ddlLock());
         auto sw = op.store.catalog().createCollection(ns, options.get());
         if (!sw.isOK()) {
@@ -275,6 +304,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
             if (!bson_has_field(changes.get(), bson_iter_key(&it)))
                 bson::appendIter(next.mut(), bson_iter_key(&it), it);
         bson_concat(next.mut(), changes.get());
+        checkValidationOptions(ns, next.get(), "collMod", coll.get());
         uassertStatusOK(op.store.catalog().setOptions(ns, next.get()));
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "collMod", coll->name.c_str());

@@ -218,7 +218,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
         bson_concat(reply, &body);
         bson_iter_t okIt;
         if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);
-    } catch (const rs::DuplicateKeyError& e) {
+    } catch (const ErrorWithInfo& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
         if (e.info()) bson_concat(reply, e.info()->get());
