@@ -10,6 +10,7 @@
 #include "store/commands/document_validation.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
+#include "store/exec/interrupt.h"
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
 #include "store/query/sort.h"
@@ -164,6 +165,7 @@ void runGetMore(OperationContext& op, bson_t* reply) {
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);
     bool emptyBatch = false;
     try {
+        checkForInterrupt();  // killed while waiting for data (killOp)
         CollectionLock lk(op.store.catalog());
         if (cursor->coll) {
             auto now = op.store.catalog().lookup(cursor->coll->ns);
@@ -261,11 +263,11 @@ WriteError writeErrorFrom(int32_t index, const DBException& e) {
     return w;
 }
 
-/// Adds a statement's error to the reply's writeErrors. Inside a multi-document
-/// transaction the error fails the whole command instead (and aborts the
-/// transaction), as in mongod. Call from the catch block of `e`.
+/// Adds a statement's error to the reply's writeErrors. An interruption, and
+/// any error inside a multi-document transaction (which it aborts), fails the
+/// whole command instead, as in mongod. Call from the catch block of `e`.
 void recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
-    if (currentOperation().txn) throw;  // rethrows `e`
+    if (currentOperation().txn || e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
     errors.push_back(writeErrorFrom(index, e));
 }
 
@@ -362,6 +364,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
     bson_iter_recurse(&it, &a);
     std::vector<bson::Doc> batch;
     while (bson_iter_next(&a)) {
+        checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
         if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
             errors.push_back(
@@ -617,6 +620,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     bson_iter_recurse(&it, &a);
     int upsertCount = 0;
     while (bson_iter_next(&a)) {
+        checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
         try {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a))
@@ -745,6 +749,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
     while (bson_iter_next(&a)) {
+        checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
         try {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a))

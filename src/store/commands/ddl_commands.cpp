@@ -1,6 +1,5 @@
 // Catalog commands: create, drop, dropDatabase, listDatabases, listCollections,
-// renameCollection, createIndexes, listIndexes, dropIndexes, collStats, dbStats,
-// and explain.
+// renameCollection, createIndexes, listIndexes, dropIndexes, collMod and explain.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -380,60 +379,6 @@ HALO_REGISTER_COMMAND(CommandSpec{
             BSON_APPEND_DOCUMENT(o.mut(), "spec", spec.get());
             logCommand(op.store, coll->db, o.get(), coll->uuid);
         }
-    }});
-
-void appendCollStats(const CollectionEntry& c, bson_t* reply, double scale) {
-    int64_t n = c.numRecords.load(), size = c.dataSize.load();
-    BSON_APPEND_UTF8(reply, "ns", c.ns.c_str());
-    BSON_APPEND_INT64(reply, "size", static_cast<int64_t>(size / scale));
-    BSON_APPEND_INT64(reply, "count", n);
-    if (n > 0) BSON_APPEND_INT64(reply, "avgObjSize", size / n);
-    BSON_APPEND_INT64(reply, "storageSize", static_cast<int64_t>(size / scale));
-    BSON_APPEND_INT32(reply, "nindexes", static_cast<int32_t>(c.indexes.size()));
-    bson_t sizes;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "indexSizes", &sizes);
-    for (const auto& i : c.indexes) BSON_APPEND_INT64(&sizes, i->name.c_str(), 0);
-    bson_append_document_end(reply, &sizes);
-    BSON_APPEND_INT64(reply, "totalIndexSize", 0);
-    BSON_APPEND_INT32(reply, "scaleFactor", static_cast<int32_t>(scale));
-    BSON_APPEND_BOOL(reply, "capped", false);
-}
-
-HALO_REGISTER_COMMAND(CommandSpec{
-    {"collStats"}, [](OperationContext& op, bson_t* reply) {
-        std::string ns = nsOf(op);
-        double scale = static_cast<double>(cmdarg::getInt(op.cmd, "scale", 1, "collStats"));
-        if (scale <= 0) uasserted(ErrorCode::BadValue, "scale has to be >= 1");
-        std::shared_lock lk(op.store.catalog().ddlLock());
-        auto coll = op.store.catalog().lookup(ns);
-        if (!coll)
-            uasserted(ErrorCode::NamespaceNotFound, fmt::format("Collection [{}] not found.", ns));
-        appendCollStats(*coll, reply, scale);
-    }});
-
-HALO_REGISTER_COMMAND(CommandSpec{
-    {"dbStats"}, [](OperationContext& op, bson_t* reply) {
-        validateDbName(op.db);
-        std::shared_lock lk(op.store.catalog().ddlLock());
-        int64_t objects = 0, size = 0, indexes = 0;
-        auto colls = op.store.catalog().listCollections(op.db);
-        for (const auto& c : colls) {
-            objects += c->numRecords.load();
-            size += c->dataSize.load();
-            indexes += static_cast<int64_t>(c->indexes.size());
-        }
-        BSON_APPEND_UTF8(reply, "db", op.db.c_str());
-        BSON_APPEND_INT64(reply, "collections", static_cast<int64_t>(colls.size()));
-        BSON_APPEND_INT64(reply, "views", 0);
-        BSON_APPEND_INT64(reply, "objects", objects);
-        BSON_APPEND_DOUBLE(reply, "avgObjSize",
-                           objects ? static_cast<double>(size) / objects : 0.0);
-        BSON_APPEND_INT64(reply, "dataSize", size);
-        BSON_APPEND_INT64(reply, "storageSize", size);
-        BSON_APPEND_INT64(reply, "indexes", indexes);
-        BSON_APPEND_INT64(reply, "indexSize", 0);
-        BSON_APPEND_INT64(reply, "totalSize", size);
-        BSON_APPEND_DOUBLE(reply, "scaleFactor", 1.0);
     }});
 
 HALO_REGISTER_COMMAND(CommandSpec{

@@ -211,6 +211,14 @@ NodePtr parseSubschema(const bson_value_t& v, int depth, const std::string& when
     return parseNode(&sub, depth + 1);
 }
 
+/// additionalItems / additionalProperties: true, false, or a schema (into `schema`).
+Extra parseExtra(const bson_value_t& v, int depth, NodePtr* schema, const std::string& wrongType) {
+    if (v.value_type == BSON_TYPE_BOOL) return v.value.v_bool ? Extra::kAllowed : Extra::kForbidden;
+    if (v.value_type != BSON_TYPE_DOCUMENT) fail(ErrorCode::TypeMismatch, wrongType);
+    *schema = parseSubschema(v, depth, "");
+    return Extra::kSchema;
+}
+
 void parseType(SchemaNode& n, std::string_view keyword, const bson_value_t& v) {
     std::vector<std::string> aliases;
     if (v.value_type == BSON_TYPE_UTF8) {
@@ -335,19 +343,12 @@ void parseArrayKeywords(SchemaNode& n, const std::map<std::string_view, bson_ite
                              bson::typeName(v->value_type)));
         }
     }
-    if (const auto* v = keywordValue(kw, "additionalItems")) {
-        if (v->value_type == BSON_TYPE_BOOL) {
-            n.additionalItems = v->value.v_bool ? Extra::kAllowed : Extra::kForbidden;
-        } else if (v->value_type == BSON_TYPE_DOCUMENT) {
-            n.additionalItems = Extra::kSchema;
-            n.additionalItemsSchema = parseSubschema(*v, depth, "");
-        } else {
-            fail(ErrorCode::TypeMismatch,
-                 fmt::format("$jsonSchema keyword 'additionalItems' must be either an object or "
-                             "a boolean, but got a {}",
-                             bson::typeName(v->value_type)));
-        }
-    }
+    if (const auto* v = keywordValue(kw, "additionalItems"))
+        n.additionalItems = parseExtra(
+            *v, depth, &n.additionalItemsSchema,
+            fmt::format("$jsonSchema keyword 'additionalItems' must be either an object or a "
+                        "boolean, but got a {}",
+                        bson::typeName(v->value_type)));
 }
 
 std::vector<std::string> stringList(const bson_value_t& v, std::string_view keyword) {
@@ -414,17 +415,10 @@ void parseObjectKeywords(SchemaNode& n, const std::map<std::string_view, bson_it
             n.patternProperties.push_back({pattern, std::move(re), std::move(schema)});
         }
     }
-    if (const auto* v = keywordValue(kw, "additionalProperties")) {
-        if (v->value_type == BSON_TYPE_BOOL) {
-            n.additionalProperties = v->value.v_bool ? Extra::kAllowed : Extra::kForbidden;
-        } else if (v->value_type == BSON_TYPE_DOCUMENT) {
-            n.additionalProperties = Extra::kSchema;
-            n.additionalPropertiesSchema = parseSubschema(*v, depth, "");
-        } else {
-            fail(ErrorCode::TypeMismatch,
-                 keywordMustBe("additionalProperties", "an object or a boolean"));
-        }
-    }
+    if (const auto* v = keywordValue(kw, "additionalProperties"))
+        n.additionalProperties =
+            parseExtra(*v, depth, &n.additionalPropertiesSchema,
+                       keywordMustBe("additionalProperties", "an object or a boolean"));
     if (const auto* v = keywordValue(kw, "minProperties"))
         n.minProperties = nonNegativeInteger("minProperties", *v);
     if (const auto* v = keywordValue(kw, "maxProperties"))
@@ -559,8 +553,31 @@ NodePtr parseNode(const bson_t* schema, int depth) {
 
 // ------------------------------------------------------------------ evaluation
 
-/// The rules one schema node reports as failed (null when only a yes/no is needed).
+/// The rules one schema node reports as failed.
 using Rules = std::vector<bson::Doc>;
+
+/// Collects the failed rules of one schema applied to one value. Without a
+/// destination (a yes/no match) the first failure ends the check: add()
+/// returns false and the caller returns at once. Rules are built only for
+/// failures, so a passing document costs no allocation here.
+class Failures {
+  public:
+    explicit Failures(Rules* out) : out_(out) {}
+    bool ok() const { return ok_; }
+    bool collecting() const { return out_ != nullptr; }
+    /// Where a sub-check collects its rules (null: yes/no only).
+    Rules* sub(Rules* rules) const { return out_ ? rules : nullptr; }
+    bool add(bson::Doc rule) {
+        ok_ = false;
+        if (!out_) return false;
+        out_->push_back(std::move(rule));
+        return true;
+    }
+
+  private:
+    Rules* out_;
+    bool ok_ = true;
+};
 
 bool check(const SchemaNode& n, const bson_value_t& v, Rules* out);
 
@@ -578,12 +595,13 @@ bson::Doc rule(const SchemaNode& n, std::string_view keyword, bool withSpec = tr
     return d;
 }
 
-void appendReason(bson::Doc& d, const char* reason) {
-    BSON_APPEND_UTF8(d.mut(), "reason", reason);
-}
-
-void appendConsidered(bson::Doc& d, const bson_value_t& v) {
-    bson::appendValue(d.mut(), "consideredValue", v);
+/// A keyword's rule with the reason and the value it considered.
+bson::Doc valueRule(const SchemaNode& n, std::string_view keyword, const char* reason,
+                    const bson_value_t& v) {
+    bson::Doc r = rule(n, keyword);
+    BSON_APPEND_UTF8(r.mut(), "reason", reason);
+    bson::appendValue(r.mut(), "consideredValue", v);
+    return r;
 }
 
 /// title/description of a subschema, reported next to its errors.
@@ -593,14 +611,10 @@ void appendAnnotations(bson_t* d, const SchemaNode& n) {
 }
 
 void appendRules(bson_t* d, const char* key, const Rules& rules) {
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(d, key, &arr);
-    for (size_t i = 0; i < rules.size(); ++i)
-        BSON_APPEND_DOCUMENT(&arr, std::to_string(i).c_str(), rules[i].get());
-    bson_append_array_end(d, &arr);
+    bson::appendDocArray(d, key, rules);
 }
 
-/// {index | itemIndex: i, details: [rules]} entries.
+/// {index | itemIndex: i, [title, description], details: [rules]}.
 bson::Doc indexed(const char* indexKey, int64_t i, const Rules& rules,
                   const SchemaNode* annotations = nullptr) {
     bson::Doc d;
@@ -610,181 +624,116 @@ bson::Doc indexed(const char* indexKey, int64_t i, const Rules& rules,
     return d;
 }
 
-/// Records a failed rule (built by `make` only when rules are collected).
-/// Returns false when the caller wants only a yes/no answer: stop at once.
-template <class Make>
-bool recordFailure(Rules* out, bool& ok, Make&& make) {
-    ok = false;
-    if (!out) return false;
-    out->push_back(make());
+/// items / additionalItems with one subschema: the first element that fails it.
+bson::Doc itemRule(const SchemaNode& n, const char* keyword, const SchemaNode& schema,
+                   const char* reason, size_t index, const Rules& sub) {
+    bson::Doc r = rule(n, keyword, false);
+    appendAnnotations(r.mut(), schema);
+    BSON_APPEND_UTF8(r.mut(), "reason", reason);
+    BSON_APPEND_INT32(r.mut(), "itemIndex", static_cast<int32_t>(index));
+    appendRules(r.mut(), "details", sub);
+    return r;
+}
+
+bool checkScalars(const SchemaNode& n, const bson_value_t& v, Failures& f) {
+    if (v.value_type == BSON_TYPE_UTF8) {
+        std::string_view s(v.value.v_utf8.str, v.value.v_utf8.len);
+        if (n.pattern && !n.pattern->matches(s) &&
+            !f.add(valueRule(n, "pattern", "regular expression did not match", v)))
+            return false;
+        const int64_t len = codePoints(s);
+        const char* lengthReason = "specified string length was not satisfied";
+        if (n.maxLength && len > *n.maxLength && !f.add(valueRule(n, "maxLength", lengthReason, v)))
+            return false;
+        if (n.minLength && len < *n.minLength && !f.add(valueRule(n, "minLength", lengthReason, v)))
+            return false;
+    }
+    if (!bson::isNumber(v.value_type)) return true;
+    if (n.multipleOf) {
+        double x = bson::toDouble(v), m = bson::toDouble(n.multipleOf->get());
+        if ((!std::isfinite(x) || std::fmod(x, m) != 0) &&
+            !f.add(valueRule(n, "multipleOf",
+                             "considered value is not a multiple of the specified value", v)))
+            return false;
+    }
+    auto outside = [&](const std::optional<Value>& b, bool exclusive, bool upper) {
+        if (!b) return false;
+        int c = bson::compareValues(v, b->get());
+        return upper ? (exclusive ? c >= 0 : c > 0) : (exclusive ? c <= 0 : c < 0);
+    };
+    if (outside(n.maximum, n.exclusiveMaximum, true) &&
+        !f.add(valueRule(n, "maximum", "comparison failed", v)))
+        return false;
+    if (outside(n.minimum, n.exclusiveMinimum, false) &&
+        !f.add(valueRule(n, "minimum", "comparison failed", v)))
+        return false;
     return true;
 }
 
-bool checkScalars(const SchemaNode& n, const bson_value_t& v, Rules* out) {
-    bool ok = true;
-    if (v.value_type == BSON_TYPE_UTF8) {
-        std::string_view s(v.value.v_utf8.str, v.value.v_utf8.len);
-        if (n.pattern && !n.pattern->matches(s)) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "pattern");
-                    appendReason(r, "regular expression did not match");
-                    appendConsidered(r, v);
-                    return r;
-                }))
-                return false;
-        }
-        int64_t len = codePoints(s);
-        for (auto [keyword, fails] : {std::pair{"maxLength", n.maxLength && len > *n.maxLength},
-                                      std::pair{"minLength", n.minLength && len < *n.minLength}}) {
-            if (!fails) continue;
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, keyword);
-                    appendReason(r, "specified string length was not satisfied");
-                    appendConsidered(r, v);
-                    return r;
-                }))
-                return false;
-        }
-    }
-    if (bson::isNumber(v.value_type)) {
-        if (n.multipleOf) {
-            double x = bson::toDouble(v), m = bson::toDouble(n.multipleOf->get());
-            if (!std::isfinite(x) || std::fmod(x, m) != 0) {
-                if (!recordFailure(out, ok, [&] {
-                        auto r = rule(n, "multipleOf");
-                        appendReason(r,
-                                     "considered value is not a multiple of the specified value");
-                        appendConsidered(r, v);
-                        return r;
-                    }))
-                    return false;
-            }
-        }
-        auto bounded = [&](const std::optional<Value>& b, bool exclusive, bool upper) {
-            if (!b) return true;
-            int c = bson::compareValues(v, b->get());
-            return upper ? (exclusive ? c < 0 : c <= 0) : (exclusive ? c > 0 : c >= 0);
-        };
-        if (!bounded(n.maximum, n.exclusiveMaximum, true)) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "maximum");
-                    appendReason(r, "comparison failed");
-                    appendConsidered(r, v);
-                    return r;
-                }))
-                return false;
-        }
-        if (!bounded(n.minimum, n.exclusiveMinimum, false)) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "minimum");
-                    appendReason(r, "comparison failed");
-                    appendConsidered(r, v);
-                    return r;
-                }))
-                return false;
-        }
-    }
-    return ok;
-}
-
-bool checkArray(const SchemaNode& n, const bson_value_t& v, Rules* out) {
+bool checkArray(const SchemaNode& n, const bson_value_t& v, Failures& f) {
     if (v.value_type != BSON_TYPE_ARRAY) return true;
-    bool ok = true;
     auto elems = elementsOf(v);
     const auto count = static_cast<int64_t>(elems.size());
-    for (auto [keyword, fails] : {std::pair{"minItems", n.minItems && count < *n.minItems},
-                                  std::pair{"maxItems", n.maxItems && count > *n.maxItems}}) {
-        if (!fails) continue;
-        if (!recordFailure(out, ok, [&] {
-                auto r = rule(n, keyword);
-                appendReason(r, "array did not match specified length");
-                appendConsidered(r, v);
-                BSON_APPEND_INT32(r.mut(), "numberOfItems", static_cast<int32_t>(count));
-                return r;
-            }))
-            return false;
-    }
+    auto lengthRule = [&](const char* keyword) {
+        bson::Doc r = valueRule(n, keyword, "array did not match specified length", v);
+        BSON_APPEND_INT32(r.mut(), "numberOfItems", static_cast<int32_t>(count));
+        return r;
+    };
+    if (n.minItems && count < *n.minItems && !f.add(lengthRule("minItems"))) return false;
+    if (n.maxItems && count > *n.maxItems && !f.add(lengthRule("maxItems"))) return false;
     if (n.uniqueItems) {
         const Value* duplicate = nullptr;
         for (size_t i = 0; i < elems.size() && !duplicate; ++i)
             for (size_t j = 0; j < i && !duplicate; ++j)
                 if (sameValue(elems[i].get(), elems[j].get())) duplicate = &elems[i];
         if (duplicate) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "uniqueItems");
-                    appendReason(r, "found a duplicate item");
-                    appendConsidered(r, v);
-                    bson::appendValue(r.mut(), "duplicatedValue", duplicate->get());
-                    return r;
-                }))
-                return false;
+            bson::Doc r = valueRule(n, "uniqueItems", "found a duplicate item", v);
+            bson::appendValue(r.mut(), "duplicatedValue", duplicate->get());
+            if (!f.add(std::move(r))) return false;
         }
     }
-    if (n.items) {
-        for (size_t i = 0; i < elems.size(); ++i) {
+    // items: {schema} (every element), or additionalItems: {schema} after items: [...].
+    auto firstFailing = [&](const SchemaNode& schema, size_t from, const char* keyword,
+                            const char* reason) {
+        for (size_t i = from; i < elems.size(); ++i) {
             Rules sub;
-            if (check(*n.items, elems[i].get(), out ? &sub : nullptr)) continue;
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "items", false);
-                    appendAnnotations(r.mut(), *n.items);
-                    appendReason(r, "At least one item did not match the sub-schema");
-                    BSON_APPEND_INT32(r.mut(), "itemIndex", static_cast<int32_t>(i));
-                    appendRules(r.mut(), "details", sub);
-                    return r;
-                }))
-                return false;
-            break;
+            if (!check(schema, elems[i].get(), f.sub(&sub)))
+                return f.add(itemRule(n, keyword, schema, reason, i, sub));
         }
+        return true;
+    };
+    if (n.items &&
+        !firstFailing(*n.items, 0, "items", "At least one item did not match the sub-schema"))
+        return false;
+    if (!n.itemsIsList) return true;
+    Rules failures;
+    for (size_t i = 0; i < elems.size() && i < n.itemsList.size(); ++i) {
+        Rules sub;
+        if (check(*n.itemsList[i], elems[i].get(), f.sub(&sub))) continue;
+        if (!f.collecting()) return f.add(bson::Doc());
+        failures.push_back(indexed("itemIndex", static_cast<int64_t>(i), sub));
     }
-    if (n.itemsIsList) {
-        Rules failures;
-        for (size_t i = 0; i < elems.size() && i < n.itemsList.size(); ++i) {
-            Rules sub;
-            if (check(*n.itemsList[i], elems[i].get(), out ? &sub : nullptr)) continue;
-            if (!out) return false;
-            failures.push_back(indexed("itemIndex", static_cast<int64_t>(i), sub));
-        }
-        if (!failures.empty()) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "items", false);
-                    appendRules(r.mut(), "details", failures);
-                    return r;
-                }))
-                return false;
-        }
-        const size_t extraFrom = n.itemsList.size();
-        if (n.additionalItems == Extra::kForbidden && elems.size() > extraFrom) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "additionalItems");
-                    appendReason(r, "found additional items");
-                    bson_t arr;
-                    BSON_APPEND_ARRAY_BEGIN(r.mut(), "additionalItems", &arr);
-                    for (size_t i = extraFrom; i < elems.size(); ++i)
-                        bson::appendValue(&arr, std::to_string(i - extraFrom), elems[i].get());
-                    bson_append_array_end(r.mut(), &arr);
-                    return r;
-                }))
-                return false;
-        }
-        if (n.additionalItems == Extra::kSchema) {
-            for (size_t i = extraFrom; i < elems.size(); ++i) {
-                Rules sub;
-                if (check(*n.additionalItemsSchema, elems[i].get(), out ? &sub : nullptr)) continue;
-                if (!recordFailure(out, ok, [&] {
-                        auto r = rule(n, "additionalItems", false);
-                        appendAnnotations(r.mut(), *n.additionalItemsSchema);
-                        appendReason(r,
-                                     "At least one additional item did not match the sub-schema");
-                        BSON_APPEND_INT32(r.mut(), "itemIndex", static_cast<int32_t>(i));
-                        appendRules(r.mut(), "details", sub);
-                        return r;
-                    }))
-                    return false;
-                break;
-            }
-        }
+    if (!failures.empty()) {
+        bson::Doc r = rule(n, "items", false);
+        appendRules(r.mut(), "details", failures);
+        if (!f.add(std::move(r))) return false;
     }
-    return ok;
+    const size_t extraFrom = n.itemsList.size();
+    if (n.additionalItems == Extra::kForbidden && elems.size() > extraFrom) {
+        bson::Doc r = rule(n, "additionalItems");
+        BSON_APPEND_UTF8(r.mut(), "reason", "found additional items");
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(r.mut(), "additionalItems", &arr);
+        for (size_t i = extraFrom; i < elems.size(); ++i)
+            bson::appendValue(&arr, std::to_string(i - extraFrom), elems[i].get());
+        bson_append_array_end(r.mut(), &arr);
+        if (!f.add(std::move(r))) return false;
+    }
+    if (n.additionalItems == Extra::kSchema &&
+        !firstFailing(*n.additionalItemsSchema, extraFrom, "additionalItems",
+                      "At least one additional item did not match the sub-schema"))
+        return false;
+    return true;
 }
 
 bool hasField(const bson_t* d, std::string_view name) {
@@ -792,47 +741,56 @@ bool hasField(const bson_t* d, std::string_view name) {
     return bson_iter_init_find_w_len(&it, d, name.data(), static_cast<int>(name.size()));
 }
 
-bool checkObject(const SchemaNode& n, const bson_value_t& v, Rules* out) {
+std::vector<std::string> missingFields(const bson_t* obj, const std::vector<std::string>& names) {
+    std::vector<std::string> missing;
+    for (const auto& name : names)
+        if (!hasField(obj, name)) missing.push_back(name);
+    return missing;
+}
+
+/// A compound rule (properties, patternProperties, dependencies, allOf ...)
+/// from the entries its parts reported: {operatorName, <key>: [entries]}.
+bool addCompound(Failures& f, const SchemaNode& n, const char* keyword, const char* key,
+                 const Rules& entries) {
+    if (entries.empty()) return true;
+    bson::Doc r = rule(n, keyword, false);
+    appendRules(r.mut(), key, entries);
+    return f.add(std::move(r));
+}
+
+/// {propertyName, [title, description], <extra fields>, details: [rules]}.
+bson::Doc propertyEntry(const std::string& name, const SchemaNode& schema, const Rules& sub,
+                        const char* regexMatched = nullptr) {
+    bson::Doc e;
+    BSON_APPEND_UTF8(e.mut(), "propertyName", name.c_str());
+    appendAnnotations(e.mut(), schema);
+    if (regexMatched) BSON_APPEND_UTF8(e.mut(), "regexMatched", regexMatched);
+    appendRules(e.mut(), "details", sub);
+    return e;
+}
+
+bool checkObject(const SchemaNode& n, const bson_value_t& v, Failures& f) {
     bson_t obj;
     if (v.value_type != BSON_TYPE_DOCUMENT || !viewOf(v, &obj)) return true;
-    bool ok = true;
-    if (n.hasProperties) {
-        bson::Doc failing;
-        int failures = 0;
-        bson_t arr;
-        if (out) BSON_APPEND_ARRAY_BEGIN(failing.mut(), "propertiesNotSatisfied", &arr);
-        for (const auto& p : n.properties) {
-            bson_iter_t it;
-            if (!bson_iter_init_find_w_len(&it, &obj, p.name.data(),
-                                           static_cast<int>(p.name.size())))
-                continue;  // absent: `required` reports it
-            Rules sub;
-            if (check(*p.schema, *bson_iter_value(&it), out ? &sub : nullptr)) continue;
-            if (!out) return false;
-            bson_t e;
-            std::string key = std::to_string(failures++);
-            BSON_APPEND_DOCUMENT_BEGIN(&arr, key.c_str(), &e);
-            BSON_APPEND_UTF8(&e, "propertyName", p.name.c_str());
-            appendAnnotations(&e, *p.schema);
-            appendRules(&e, "details", sub);
-            bson_append_document_end(&arr, &e);
-        }
-        if (out) bson_append_array_end(failing.mut(), &arr);
-        if (failures > 0) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "properties", false);
-                    bson_concat(r.mut(), failing.get());
-                    return r;
-                }))
-                return false;
-        }
+    // A part failed: in yes/no mode that settles it.
+    auto stop = [&] { return !f.collecting() && !f.add(bson::Doc()); };
+    Rules properties;
+    for (const auto& p : n.properties) {
+        bson_iter_t it;
+        if (!bson_iter_init_find_w_len(&it, &obj, p.name.data(), static_cast<int>(p.name.size())))
+            continue;  // absent: `required` reports it
+        Rules sub;
+        if (check(*p.schema, *bson_iter_value(&it), f.sub(&sub))) continue;
+        if (stop()) return false;
+        properties.push_back(propertyEntry(p.name, *p.schema, sub));
     }
+    if (!addCompound(f, n, "properties", "propertiesNotSatisfied", properties)) return false;
+
     if (n.additionalProperties != Extra::kAbsent || !n.patternProperties.empty()) {
         std::vector<std::string> additional;
-        std::optional<std::string> failingAdditional;
-        Rules additionalRules;
-        Rules patternFailures;
-        std::vector<bool> patternReported(n.patternProperties.size(), false);
+        std::optional<bson::Doc> failingAdditional;
+        Rules patterns;
+        std::vector<bool> reported(n.patternProperties.size(), false);
         bson_iter_t it;
         bson_iter_init(&it, &obj);
         while (bson_iter_next(&it)) {
@@ -846,228 +804,141 @@ bool checkObject(const SchemaNode& n, const bson_value_t& v, Rules* out) {
                 if (!pp.regex.matches(name)) continue;
                 patterned = true;
                 Rules sub;
-                if (check(*pp.schema, fv, out ? &sub : nullptr)) continue;
-                if (!out) return false;
-                if (patternReported[i]) continue;  // mongod reports the first per pattern
-                patternReported[i] = true;
-                bson::Doc e;
-                BSON_APPEND_UTF8(e.mut(), "propertyName", name.c_str());
-                appendAnnotations(e.mut(), *pp.schema);
-                BSON_APPEND_UTF8(e.mut(), "regexMatched", pp.pattern.c_str());
-                appendRules(e.mut(), "details", sub);
-                patternFailures.push_back(std::move(e));
+                if (check(*pp.schema, fv, f.sub(&sub))) continue;
+                if (stop()) return false;
+                if (reported[i]) continue;  // mongod reports the first property per pattern
+                reported[i] = true;
+                patterns.push_back(propertyEntry(name, *pp.schema, sub, pp.pattern.c_str()));
             }
             if (declared || patterned) continue;
             additional.push_back(name);
-            if (n.additionalProperties == Extra::kSchema && !failingAdditional) {
-                Rules sub;
-                if (!check(*n.additionalPropertiesSchema, fv, out ? &sub : nullptr)) {
-                    if (!out) return false;
-                    failingAdditional = name;
-                    additionalRules = std::move(sub);
-                }
-            }
+            if (n.additionalProperties != Extra::kSchema || failingAdditional) continue;
+            Rules sub;
+            if (check(*n.additionalPropertiesSchema, fv, f.sub(&sub))) continue;
+            if (stop()) return false;
+            bson::Doc r = rule(n, "additionalProperties", false);
+            appendAnnotations(r.mut(), *n.additionalPropertiesSchema);
+            BSON_APPEND_UTF8(r.mut(), "reason",
+                             "at least one additional property did not match the subschema");
+            BSON_APPEND_UTF8(r.mut(), "failingProperty", name.c_str());
+            appendRules(r.mut(), "details", sub);
+            failingAdditional = std::move(r);
         }
         if (n.additionalProperties == Extra::kForbidden && !additional.empty()) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "additionalProperties");
-                    bson::appendStringArray(r.mut(), "additionalProperties", additional);
-                    return r;
-                }))
-                return false;
+            bson::Doc r = rule(n, "additionalProperties");
+            bson::appendStringArray(r.mut(), "additionalProperties", additional);
+            if (!f.add(std::move(r))) return false;
         }
-        if (failingAdditional) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "additionalProperties", false);
-                    appendAnnotations(r.mut(), *n.additionalPropertiesSchema);
-                    appendReason(r, "at least one additional property did not match the subschema");
-                    BSON_APPEND_UTF8(r.mut(), "failingProperty", failingAdditional->c_str());
-                    appendRules(r.mut(), "details", additionalRules);
-                    return r;
-                }))
-                return false;
-        }
-        if (!patternFailures.empty()) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "patternProperties", false);
-                    appendRules(r.mut(), "details", patternFailures);
-                    return r;
-                }))
-                return false;
-        }
+        if (failingAdditional && !f.add(std::move(*failingAdditional))) return false;
+        if (!addCompound(f, n, "patternProperties", "details", patterns)) return false;
     }
-    if (!n.required.empty()) {
-        std::vector<std::string> missing;
-        for (const auto& name : n.required)
-            if (!hasField(&obj, name)) missing.push_back(name);
-        if (!missing.empty()) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "required");
-                    bson::appendStringArray(r.mut(), "missingProperties", missing);
-                    return r;
-                }))
-                return false;
-        }
+    if (auto missing = missingFields(&obj, n.required); !missing.empty()) {
+        bson::Doc r = rule(n, "required");
+        bson::appendStringArray(r.mut(), "missingProperties", missing);
+        if (!f.add(std::move(r))) return false;
     }
     const int64_t fields = countFields(v);
-    for (auto [keyword, fails] :
-         {std::pair{"minProperties", n.minProperties && fields < *n.minProperties},
-          std::pair{"maxProperties", n.maxProperties && fields > *n.maxProperties}}) {
-        if (!fails) continue;
-        if (!recordFailure(out, ok, [&] {
-                auto r = rule(n, keyword);
-                appendReason(r, "specified number of properties was not satisfied");
-                BSON_APPEND_INT32(r.mut(), "numberOfProperties", static_cast<int32_t>(fields));
-                return r;
-            }))
-            return false;
-    }
-    if (!n.dependencies.empty()) {
-        Rules failing;
-        for (const auto& d : n.dependencies) {
-            if (!hasField(&obj, d.property)) continue;
-            bson::Doc e;
-            if (d.schema) {
-                Rules sub;
-                if (check(*d.schema, v, out ? &sub : nullptr)) continue;
-                if (!out) return false;
-                BSON_APPEND_UTF8(e.mut(), "conditionalProperty", d.property.c_str());
-                appendRules(e.mut(), "details", sub);
-            } else {
-                std::vector<std::string> missing;
-                for (const auto& name : d.requiredProperties)
-                    if (!hasField(&obj, name)) missing.push_back(name);
-                if (missing.empty()) continue;
-                if (!out) return false;
-                BSON_APPEND_UTF8(e.mut(), "conditionalProperty", d.property.c_str());
-                bson::appendStringArray(e.mut(), "missingProperties", missing);
-            }
-            failing.push_back(std::move(e));
+    auto countRule = [&](const char* keyword) {
+        bson::Doc r = rule(n, keyword);
+        BSON_APPEND_UTF8(r.mut(), "reason", "specified number of properties was not satisfied");
+        BSON_APPEND_INT32(r.mut(), "numberOfProperties", static_cast<int32_t>(fields));
+        return r;
+    };
+    if (n.minProperties && fields < *n.minProperties && !f.add(countRule("minProperties")))
+        return false;
+    if (n.maxProperties && fields > *n.maxProperties && !f.add(countRule("maxProperties")))
+        return false;
+    Rules dependencies;
+    for (const auto& d : n.dependencies) {
+        if (!hasField(&obj, d.property)) continue;
+        bson::Doc e;
+        BSON_APPEND_UTF8(e.mut(), "conditionalProperty", d.property.c_str());
+        if (d.schema) {
+            Rules sub;
+            if (check(*d.schema, v, f.sub(&sub))) continue;
+            if (stop()) return false;
+            appendRules(e.mut(), "details", sub);
+        } else {
+            auto missing = missingFields(&obj, d.requiredProperties);
+            if (missing.empty()) continue;
+            if (stop()) return false;
+            bson::appendStringArray(e.mut(), "missingProperties", missing);
         }
-        if (!failing.empty()) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "dependencies", false);
-                    appendRules(r.mut(), "failingDependencies", failing);
-                    return r;
-                }))
-                return false;
-        }
+        dependencies.push_back(std::move(e));
     }
-    return ok;
+    return addCompound(f, n, "dependencies", "failingDependencies", dependencies);
 }
 
-bool checkLogical(const SchemaNode& n, const bson_value_t& v, Rules* out) {
-    bool ok = true;
-    // allOf/anyOf/oneOf: the subschemas that failed, by index.
-    auto failures = [&](const std::vector<NodePtr>& list, Rules* failed, int* matched,
-                        std::vector<int64_t>* matchedIndexes) {
+bool checkLogical(const SchemaNode& n, const bson_value_t& v, Failures& f) {
+    // allOf/anyOf/oneOf: which subschemas match, and ({index, details}) which fail.
+    std::vector<int64_t> matched;
+    Rules failed;
+    auto evaluate = [&](const std::vector<NodePtr>& list) {
+        matched.clear();
+        failed.clear();
         for (size_t i = 0; i < list.size(); ++i) {
             Rules sub;
-            if (check(*list[i], v, failed ? &sub : nullptr)) {
-                ++*matched;
-                if (matchedIndexes) matchedIndexes->push_back(static_cast<int64_t>(i));
-                continue;
-            }
-            if (failed)
-                failed->push_back(indexed("index", static_cast<int64_t>(i), sub, list[i].get()));
+            if (check(*list[i], v, f.sub(&sub)))
+                matched.push_back(static_cast<int64_t>(i));
+            else if (f.collecting())
+                failed.push_back(indexed("index", static_cast<int64_t>(i), sub, list[i].get()));
         }
     };
+    auto notSatisfied = [&](const char* keyword) {
+        if (!f.collecting()) return f.add(bson::Doc());
+        return addCompound(f, n, keyword, "schemasNotSatisfied", failed);
+    };
     if (!n.allOf.empty()) {
-        Rules failed;
-        int matched = 0;
-        failures(n.allOf, out ? &failed : nullptr, &matched, nullptr);
-        if (matched != static_cast<int>(n.allOf.size())) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "allOf", false);
-                    appendRules(r.mut(), "schemasNotSatisfied", failed);
-                    return r;
-                }))
-                return false;
-        }
+        evaluate(n.allOf);
+        if (matched.size() != n.allOf.size() && !notSatisfied("allOf")) return false;
     }
     if (!n.anyOf.empty()) {
-        Rules failed;
-        int matched = 0;
-        failures(n.anyOf, out ? &failed : nullptr, &matched, nullptr);
-        if (matched == 0) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "anyOf", false);
-                    appendRules(r.mut(), "schemasNotSatisfied", failed);
-                    return r;
-                }))
-                return false;
-        }
+        evaluate(n.anyOf);
+        if (matched.empty() && !notSatisfied("anyOf")) return false;
     }
     if (!n.oneOf.empty()) {
-        Rules failed;
-        int matched = 0;
-        std::vector<int64_t> matchedIndexes;
-        failures(n.oneOf, out ? &failed : nullptr, &matched, &matchedIndexes);
-        if (matched != 1) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "oneOf", false);
-                    if (matched == 0) {
-                        appendRules(r.mut(), "schemasNotSatisfied", failed);
-                    } else {
-                        appendReason(r, "more than one subschema matched");
-                        bson_t arr;
-                        BSON_APPEND_ARRAY_BEGIN(r.mut(), "matchingSchemaIndexes", &arr);
-                        for (size_t i = 0; i < matchedIndexes.size(); ++i)
-                            BSON_APPEND_INT32(&arr, std::to_string(i).c_str(),
-                                              static_cast<int32_t>(matchedIndexes[i]));
-                        bson_append_array_end(r.mut(), &arr);
-                    }
-                    return r;
-                }))
-                return false;
+        evaluate(n.oneOf);
+        if (matched.empty() && !notSatisfied("oneOf")) return false;
+        if (matched.size() > 1) {
+            bson::Doc r = rule(n, "oneOf", false);
+            BSON_APPEND_UTF8(r.mut(), "reason", "more than one subschema matched");
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(r.mut(), "matchingSchemaIndexes", &arr);
+            for (size_t i = 0; i < matched.size(); ++i) {
+                std::string k = std::to_string(i);
+                BSON_APPEND_INT32(&arr, k.c_str(), static_cast<int32_t>(matched[i]));
+            }
+            bson_append_array_end(r.mut(), &arr);
+            if (!f.add(std::move(r))) return false;
         }
     }
     if (n.notSchema && check(*n.notSchema, v, nullptr)) {
-        if (!recordFailure(out, ok, [&] {
-                auto r = rule(n, "not", false);
-                appendReason(r, "child expression matched");
-                return r;
-            }))
-            return false;
+        bson::Doc r = rule(n, "not", false);
+        BSON_APPEND_UTF8(r.mut(), "reason", "child expression matched");
+        if (!f.add(std::move(r))) return false;
     }
-    if (n.enumValues) {
-        bool found = std::any_of(n.enumValues->begin(), n.enumValues->end(),
-                                 [&](const Value& e) { return sameValue(e.get(), v); });
-        if (!found) {
-            if (!recordFailure(out, ok, [&] {
-                    auto r = rule(n, "enum");
-                    appendReason(r, "value was not found in enum");
-                    appendConsidered(r, v);
-                    return r;
-                }))
-                return false;
-        }
-    }
-    return ok;
+    if (n.enumValues &&
+        std::none_of(n.enumValues->begin(), n.enumValues->end(),
+                     [&](const Value& e) { return sameValue(e.get(), v); }) &&
+        !f.add(valueRule(n, "enum", "value was not found in enum", v)))
+        return false;
+    return true;
 }
 
-/// Applies schema `n` to the value `v`; appends the failed rules to `out` when given.
+/// Applies schema `n` to the value `v`; appends the failed rules to `out` when
+/// given (else stops at the first failure). True when `v` satisfies `n`.
 bool check(const SchemaNode& n, const bson_value_t& v, Rules* out) {
-    bool ok = checkScalars(n, v, out);
-    if (!ok && !out) return false;
-    ok = checkArray(n, v, out) && ok;
-    if (!ok && !out) return false;
-    ok = checkObject(n, v, out) && ok;
-    if (!ok && !out) return false;
-    ok = checkLogical(n, v, out) && ok;
-    if (!ok && !out) return false;
+    Failures f(out);
+    if (!checkScalars(n, v, f) || !checkArray(n, v, f) || !checkObject(n, v, f) ||
+        !checkLogical(n, v, f))
+        return false;
     if (n.type && !n.type->matches(v, nullptr)) {
-        if (!recordFailure(out, ok, [&] {
-                auto r = rule(n, n.typeKeyword);
-                appendReason(r, "type did not match");
-                appendConsidered(r, v);
-                BSON_APPEND_UTF8(r.mut(), "consideredType",
-                                 std::string(bson::typeName(v.value_type)).c_str());
-                return r;
-            }))
-            return false;
+        bson::Doc r = valueRule(n, n.typeKeyword, "type did not match", v);
+        BSON_APPEND_UTF8(r.mut(), "consideredType",
+                         std::string(bson::typeName(v.value_type)).c_str());
+        if (!f.add(std::move(r))) return false;
     }
-    return ok;
+    return f.ok();
 }
 
 }  // namespace

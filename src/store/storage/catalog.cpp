@@ -58,6 +58,7 @@ std::shared_ptr<CollectionEntry> cloneEntry(const CollectionEntry& e) {
     next->nextRecordId = e.nextRecordId.load();
     next->numRecords = e.numRecords.load();
     next->dataSize = e.dataSize.load();
+    next->collectionScans = e.collectionScans.load();
     return next;
 }
 

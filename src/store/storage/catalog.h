@@ -55,6 +55,8 @@ struct CollectionEntry {
     mutable std::atomic<int64_t> nextRecordId{1};
     mutable std::atomic<int64_t> numRecords{0};
     mutable std::atomic<int64_t> dataSize{0};
+    /// Plans that scanned the whole collection ($collStats queryExecStats).
+    mutable std::atomic<int64_t> collectionScans{0};
 
     const IndexEntry* findIndex(std::string_view name) const;
     const IndexEntry* idIndex() const;

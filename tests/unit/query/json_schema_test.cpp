@@ -230,6 +230,43 @@ TEST(JsonSchemaTest, ExplainShapes) {
                       "specifiedAs": {"required": ["b"]}, "missingProperties": ["b"]}]}]}]})"));
 }
 
+TEST(JsonSchemaTest, ExplainArraysPatternsAndOneOf) {
+    EXPECT_EQ(
+        explainOf(R"({"properties": {"a": {"items": {"bsonType": "int"}}}})", R"({"a": [1, "x"]})"),
+        json(R"({"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+                  {"operatorName": "properties", "propertiesNotSatisfied": [
+                    {"propertyName": "a", "details": [
+                      {"operatorName": "items",
+                       "reason": "At least one item did not match the sub-schema",
+                       "itemIndex": 1, "details": [
+                         {"operatorName": "bsonType", "specifiedAs": {"bsonType": "int"},
+                          "reason": "type did not match", "consideredValue": "x",
+                          "consideredType": "string"}]}]}]}]})"));
+    EXPECT_EQ(explainOf(R"({"patternProperties": {"^n_": {"minimum": 0}}})",
+                        R"({"n_a": 1, "n_b": -1, "n_c": -2})"),
+              json(R"({"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+                  {"operatorName": "patternProperties", "details": [
+                    {"propertyName": "n_b", "regexMatched": "^n_", "details": [
+                      {"operatorName": "minimum", "specifiedAs": {"minimum": 0},
+                       "reason": "comparison failed", "consideredValue": -1}]}]}]})"));
+    EXPECT_EQ(explainOf(R"({"oneOf": [{"required": ["a"]}, {"minProperties": 1}]})", R"({"a": 1})"),
+              json(R"({"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+                  {"operatorName": "oneOf", "reason": "more than one subschema matched",
+                   "matchingSchemaIndexes": [0, 1]}]})"));
+    EXPECT_EQ(explainOf(R"({"properties": {"a": {"items": [{}, {"bsonType": "string"}],
+                           "additionalItems": false}}})",
+                        R"({"a": [1, 2, 3]})"),
+              json(R"({"operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+                  {"operatorName": "properties", "propertiesNotSatisfied": [
+                    {"propertyName": "a", "details": [
+                      {"operatorName": "items", "details": [{"itemIndex": 1, "details": [
+                        {"operatorName": "bsonType", "specifiedAs": {"bsonType": "string"},
+                         "reason": "type did not match", "consideredValue": 2,
+                         "consideredType": "int"}]}]},
+                      {"operatorName": "additionalItems", "specifiedAs": {"additionalItems": false},
+                       "reason": "found additional items", "additionalItems": [3]}]}]}]})"));
+}
+
 TEST(JsonSchemaTest, InsideQueries) {
     auto f = bson::Doc::fromJsonOrDie(R"({"$jsonSchema": {"required": ["a"]}, "b": {"$gt": 1}})");
     auto m = Matcher::parse(f.get());
