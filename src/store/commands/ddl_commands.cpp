@@ -98,21 +98,23 @@ HALO_REGISTER_COMMAND(CommandSpec{
         logCommand(op.store, coll->db, o.get(), coll->uuid);
     }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"dropDatabase"}, [](OperationContext& op, bson_t* reply) {
-                                      validateDbName(op.db);
-                                      std::unique_lock lk(op.store.catalog().ddlLock());
-                                      for (const auto& c :
-                                           op.store.catalog().listCollections(op.db)) {
-                                          uassertStatusOK(op.store.catalog().dropCollection(c->ns));
-                                          bson::Doc o;
-                                          BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
-                                          logCommand(op.store, c->db, o.get(), c->uuid);
-                                      }
-                                      bson::Doc o;
-                                      BSON_APPEND_INT32(o.mut(), "dropDatabase", 1);
-                                      logCommand(op.store, op.db, o.get());
-                                      BSON_APPEND_UTF8(reply, "dropped", op.db.c_str());
-                                  }});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"dropDatabase"}, [](OperationContext& op, bson_t* reply) {
+        validateDbName(op.db);
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        for (const auto& c : op.store.catalog().listCollections(op.db)) {
+            uassertStatusOK(op.store.catalog().dropCollection(c->ns));
+            bson::Doc o;
+            BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
+            logCommand(op.store, c->db, o.get(), c->uuid);
+        }
+        bson::Doc o;
+        BSON_APPEND_INT32(o.mut(), "dropDatabase", 1);
+        logCommand(op.store, op.db, o.get());
+        // As mongod: the database's profiling level goes with it.
+        op.store.profiling().update(op.db, 0, std::nullopt, std::nullopt, std::nullopt);
+        BSON_APPEND_UTF8(reply, "dropped", op.db.c_str());
+    }});
 
 HALO_REGISTER_COMMAND(CommandSpec{
     {"listDatabases"},

@@ -86,9 +86,9 @@ void OperationRegistry::end(const ActiveOperation& op) {
     ops_.erase(op.opid_);
 }
 
-void OperationRegistry::describe(ActiveOperation& op, std::string_view db, const bson_t* command,
+void OperationRegistry::describe(ActiveOperation& op, std::string kind, std::string ns,
+                                 const bson_t* command,
                                  std::optional<std::pair<std::string, std::string>> user) {
-    auto [kind, ns] = describeCommand(db, command);
     std::lock_guard lk(mu_);
     op.described_ = true;
     op.op_ = std::move(kind);

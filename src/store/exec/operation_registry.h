@@ -70,9 +70,9 @@ class OperationRegistry {
     std::shared_ptr<ActiveOperation> begin(uint64_t connectionId);
     void end(const ActiveOperation& op);
 
-    /// What the operation runs (mongod's op and ns are derived from the command).
-    /// `command` must stay valid until running(false) or end().
-    void describe(ActiveOperation& op, std::string_view db, const bson_t* command,
+    /// What the operation runs: mongod's op and ns (describeCommand) and the
+    /// command, which must stay valid until detachCommand() or end().
+    void describe(ActiveOperation& op, std::string kind, std::string ns, const bson_t* command,
                   std::optional<std::pair<std::string, std::string>> user);
     /// The command stops running on this thread: keep a copy when the operation
     /// is to wait (a deferral), drop the pointer either way.

@@ -214,10 +214,11 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     }
     OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
     ActiveOperation* active = client.internal ? nullptr : client.activeOp.get();
+    auto [kind, ns] = describeCommand(db, cmd);
     if (active) {
         std::optional<std::pair<std::string, std::string>> user;
         if (client.user) user.emplace(client.user->user, client.user->db);
-        operations_.describe(*active, db, cmd, std::move(user));
+        operations_.describe(*active, kind, ns, cmd, std::move(user));
     }
     // The store's own commands run inside the operation that asked for them.
     std::optional<InterruptScope> interruptible;
@@ -248,15 +249,13 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
         int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now() - started)
                              .count();
-        recordUsage(name, db, cmd, micros);
+        recordUsage(name, ns, micros);
         profileCommand(*this, client, db, cmd, reply, micros);
     }
     if (isReplicaSet()) appendClusterTime(reply);
 }
 
-void Store::recordUsage(std::string_view name, std::string_view db, const bson_t* cmd,
-                        int64_t micros) {
-    auto [kind, ns] = describeCommand(db, cmd);
+void Store::recordUsage(std::string_view name, const std::string& ns, int64_t micros) {
     if (ns.find(".$cmd") != std::string::npos) return;  // no collection
     Top::Kind k;
     Top::Access a;

@@ -135,7 +135,7 @@ class Store {
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
     /// Counts a finished command in the usage statistics of the collection it names.
-    void recordUsage(std::string_view name, std::string_view db, const bson_t* cmd, int64_t micros);
+    void recordUsage(std::string_view name, const std::string& ns, int64_t micros);
     /// With --auth: whether `client` may run command `name`; the error to send otherwise.
     Status authorize(ClientState& client, std::string_view db, std::string_view name,
                      const bson_t* cmd);
