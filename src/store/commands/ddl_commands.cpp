@@ -93,6 +93,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         BSON_APPEND_INT32(reply, "nIndexesWas", static_cast<int32_t>(coll->indexes.size()));
         BSON_APPEND_UTF8(reply, "ns", ns.c_str());
         uassertStatusOK(op.store.catalog().dropCollection(ns));
+        op.store.top().collectionDropped(ns);
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "drop", coll->name.c_str());
         logCommand(op.store, coll->db, o.get(), coll->uuid);
@@ -104,6 +105,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         std::unique_lock lk(op.store.catalog().ddlLock());
         for (const auto& c : op.store.catalog().listCollections(op.db)) {
             uassertStatusOK(op.store.catalog().dropCollection(c->ns));
+            op.store.top().collectionDropped(c->ns);
             bson::Doc o;
             BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
             logCommand(op.store, c->db, o.get(), c->uuid);
@@ -220,6 +222,8 @@ HALO_REGISTER_COMMAND(CommandSpec{
             uasserted(ErrorCode::NamespaceExists, "target namespace exists");
         auto source = op.store.catalog().lookup(from);
         uassertStatusOK(op.store.catalog().renameCollection(from, to, dropTarget));
+        op.store.top().collectionDropped(from);
+        op.store.top().collectionDropped(to);
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "renameCollection", from.c_str());
         BSON_APPEND_UTF8(o.mut(), "to", to.c_str());

@@ -22,20 +22,21 @@ void Top::classify(std::string_view name, Kind* kind, Access* access) {
         *access = Access::kCommand;
 }
 
-Top::Usage& Top::usage(const std::string& ns) {
+std::shared_ptr<Top::Usage> Top::usage(const std::string& ns) {
     {
         std::shared_lock lk(mu_);
         auto it = table_.find(ns);
-        if (it != table_.end()) return *it->second;
+        if (it != table_.end()) return it->second;
     }
     std::unique_lock lk(mu_);
     auto& slot = table_[ns];
-    if (!slot) slot = std::make_unique<Usage>();
-    return *slot;
+    if (!slot) slot = std::make_shared<Usage>();
+    return slot;
 }
 
 void Top::record(const std::string& ns, Kind kind, Access access, int64_t micros) {
-    Usage& u = usage(ns);
+    auto entry = usage(ns);
+    Usage& u = *entry;
     auto add = [micros](Counter& c) {
         c.time += micros;
         ++c.count;

@@ -30,6 +30,7 @@ class Top {
     static void classify(std::string_view commandName, Kind* kind, Access* access);
 
     void record(const std::string& ns, Kind kind, Access access, int64_t micros);
+    /// Forgets a dropped (or renamed) collection's statistics.
     void collectionDropped(const std::string& ns);
 
     /// {"db.coll": {total: {time, count}, readLock, writeLock, queries, getmore,
@@ -52,10 +53,11 @@ class Top {
         std::array<Counter, 6> byKind;   // indexed by Kind
         std::array<Latency, 3> latency;  // indexed by Access
     };
-    Usage& usage(const std::string& ns);
+    /// Shared: a record() in progress keeps the entry a concurrent drop removes.
+    std::shared_ptr<Usage> usage(const std::string& ns);
 
     mutable std::shared_mutex mu_;
-    std::map<std::string, std::unique_ptr<Usage>, std::less<>> table_;
+    std::map<std::string, std::shared_ptr<Usage>, std::less<>> table_;
 };
 
 }  // namespace halo::store

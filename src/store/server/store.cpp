@@ -257,6 +257,8 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
 
 void Store::recordUsage(std::string_view name, const std::string& ns, int64_t micros) {
     if (ns.find(".$cmd") != std::string::npos) return;  // no collection
+    // The collection is gone (its statistics went with it), or the first field is no collection.
+    if (name == "drop" || name == "renameCollection") return;
     Top::Kind k;
     Top::Access a;
     Top::classify(name, &k, &a);

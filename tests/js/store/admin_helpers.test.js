@@ -330,6 +330,8 @@ test('top counts operations per collection; connPoolStats has mongod\'s shape', 
   assert.ok(t1.total.time >= t0.total.time);
   for (const k of ['total', 'readLock', 'writeLock', 'queries', 'getmore', 'insert', 'update', 'remove', 'commands'])
     assert.deepEqual(Object.keys(t1[k]).sort(), ['count', 'time'], k);
+  await c.drop();
+  assert.equal((await top())[ns], undefined, 'a dropped collection leaves top');
 
   const out = await sh(`print(JSON.stringify(db.adminCommand({connPoolStats: 1})))`);
   assert.equal(out.ok, 1);
