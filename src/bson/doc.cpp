@@ -151,6 +151,34 @@ bool isTruthy(const bson_value_t& v) {
     }
 }
 
+void appendNumber(bson_t* b, std::string_view key, int64_t n) {
+    if (n >= INT32_MIN && n <= INT32_MAX)
+        bson_append_int32(b, key.data(), static_cast<int>(key.size()), static_cast<int32_t>(n));
+    else
+        bson_append_int64(b, key.data(), static_cast<int>(key.size()), n);
+}
+
+void appendDocArray(bson_t* b, std::string_view key, const std::vector<Doc>& docs) {
+    bson_t arr;
+    bson_append_array_begin(b, key.data(), static_cast<int>(key.size()), &arr);
+    for (size_t i = 0; i < docs.size(); ++i) {
+        std::string k = std::to_string(i);
+        bson_append_document(&arr, k.c_str(), -1, docs[i].get());
+    }
+    bson_append_array_end(b, &arr);
+}
+
+void appendStringArray(bson_t* b, std::string_view key, const std::vector<std::string>& values) {
+    bson_t arr;
+    bson_append_array_begin(b, key.data(), static_cast<int>(key.size()), &arr);
+    for (size_t i = 0; i < values.size(); ++i) {
+        std::string k = std::to_string(i);
+        bson_append_utf8(&arr, k.c_str(), -1, values[i].c_str(),
+                         static_cast<int>(values[i].size()));
+    }
+    bson_append_array_end(b, &arr);
+}
+
 std::string_view typeName(bson_type_t t) {
     switch (t) {
         case BSON_TYPE_DOUBLE:

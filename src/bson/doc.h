@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -93,6 +94,16 @@ inline void appendValue(bson_t* b, std::string_view key, const bson_value_t& v) 
 inline void appendIter(bson_t* b, std::string_view key, const bson_iter_t& it) {
     bson_append_iter(b, key.data(), static_cast<int>(key.size()), &it);
 }
+
+/// Appends an integer as mongod's BSONObjBuilder::appendNumber does: int32
+/// when it fits, else int64.
+void appendNumber(bson_t* b, std::string_view key, int64_t n);
+
+/// Appends an array of strings under `key`.
+void appendStringArray(bson_t* b, std::string_view key, const std::vector<std::string>& values);
+
+/// Appends an array of documents under `key`.
+void appendDocArray(bson_t* b, std::string_view key, const std::vector<Doc>& docs);
 
 /// Numeric helpers: true for int32/int64/double/decimal128.
 bool isNumber(bson_type_t t);

@@ -205,6 +205,8 @@ namespace halo {
     X(IndexOptionsConflict, 85)                      \
     X(IndexKeySpecsConflict, 86)                     \
     X(OperationFailed, 96)                           \
+    X(DocumentValidationFailure, 121)                \
+    X(QueryFeatureNotAllowed, 224)                   \
     X(WriteConflict, 112)                            \
     X(CommandNotSupported, 115)                      \
     X(NotYetInitialized, 94)                         \

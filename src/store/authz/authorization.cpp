@@ -46,14 +46,14 @@ std::vector<Grant> grantsOf(const RoleName& r) {
     };
     if (n == "read") return {onDb(kRead)};
     if (n == "readWrite") return {onDb(kRead | kWrite)};
-    if (n == "dbAdmin") return {onDb(kDbAdmin)};
+    if (n == "dbAdmin") return {onDb(kDbAdmin | kBypassDocumentValidation)};
     if (n == "userAdmin") return {onDb(kUserAdmin)};
-    if (n == "dbOwner") return {onDb(kAllDb)};
+    if (n == "dbOwner") return {onDb(kAllDb | kBypassDocumentValidation)};
     if (r.db != "admin") return {};
     if (n == "readAnyDatabase") return {anyDb(kRead)};
     if (n == "readWriteAnyDatabase") return {anyDb(kRead | kWrite)};
     if (n == "userAdminAnyDatabase") return {anyDb(kUserAdmin)};
-    if (n == "dbAdminAnyDatabase") return {anyDb(kDbAdmin)};
+    if (n == "dbAdminAnyDatabase") return {anyDb(kDbAdmin | kBypassDocumentValidation)};
     if (n == "clusterMonitor") {
         auto g = systemRead();
         g.push_back(cluster(kClusterMonitor));
@@ -67,9 +67,9 @@ std::vector<Grant> grantsOf(const RoleName& r) {
         return g;
     }
     if (n == "backup") return {Grant{Scope::AnyDatabase, "", kRead, true}};
-    if (n == "restore") return {anyDb(kWrite | kUserAdmin)};
+    if (n == "restore") return {anyDb(kWrite | kUserAdmin | kBypassDocumentValidation)};
     if (n == "root")
-        return {Grant{Scope::AnyDatabase, "", kAllDb | kRootOnly, true},
+        return {Grant{Scope::AnyDatabase, "", kAllDb | kRootOnly | kBypassDocumentValidation, true},
                 cluster(kAllCluster | kRootOnly)};
     return {};
 }
@@ -157,10 +157,20 @@ bool usersInfoOnSelf(const bson_t* cmd, std::string_view db, const Identity* sel
     return isSelf(&it);
 }
 
+/// A command on <db>.system.profile (readable with dbAdmin, as in mongod).
+bool isProfileCollection(const bson_t* cmd) {
+    return firstString(cmd) == "system.profile";
+}
+
+bool bypassesValidation(const bson_t* cmd) {
+    bson_iter_t it;
+    return bson_iter_init_find(&it, cmd, "bypassDocumentValidation") && bson_iter_as_bool(&it);
+}
+
 void aggregateNeeds(const bson_t* cmd, std::string_view db, CommandAccess* out) {
     bool changeStreamOnCluster = false;
     std::vector<std::string> writeDbs;
-    bool currentOp = false;
+    bool currentOp = false, ownOps = false, collStats = false;
     bson_iter_t it, stages;
     if (bson_iter_init_find(&it, cmd, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
         bson_iter_recurse(&it, &stages);
@@ -177,6 +187,11 @@ void aggregateNeeds(const bson_t* cmd, std::string_view db, CommandAccess* out) 
                     changeStreamOnCluster = true;
             } else if (name == "$currentOp") {
                 currentOp = true;
+                bson_iter_t o;
+                ownOps = !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &o) ||
+                         !bson_iter_find(&o, "allUsers") || !bson_iter_as_bool(&o);
+            } else if (name == "$collStats") {
+                collStats = true;
             } else if (name == "$out" || name == "$merge") {
                 std::string target(db);
                 bson_iter_t v = st;
@@ -197,8 +212,13 @@ void aggregateNeeds(const bson_t* cmd, std::string_view db, CommandAccess* out) 
     }
     if (changeStreamOnCluster)
         out->needs.push_back({Scope::AnyDatabase, "", kRead});
-    else if (currentOp)
-        out->needs.push_back({Scope::Cluster, "", kClusterMonitor});
+    else if (currentOp) {
+        // Anyone may see their own operations; all users' need clusterMonitor.
+        if (!ownOps) out->needs.push_back({Scope::Cluster, "", kClusterMonitor});
+    } else if (isProfileCollection(cmd))
+        out->needs.push_back({Scope::Database, std::string(db), kDbAdmin});
+    else if (collStats)
+        out->needs.push_back({Scope::Database, std::string(db), kRead | kDbAdmin});
     else
         out->needs.push_back({Scope::Database, std::string(db), kRead});
     for (auto& w : writeDbs) out->needs.push_back({Scope::Database, w, kWrite});
@@ -254,18 +274,22 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
         return a;
     }
 
-    if (inList(name, {"find", "count", "distinct", "getMore"})) {
+    if (inList(name, {"find", "count", "distinct"}) && isProfileCollection(cmd)) {
+        onDb(kDbAdmin);
+    } else if (inList(name, {"find", "count", "distinct", "getMore"})) {
         onDb(kRead);
     } else if (inList(name, {"listCollections", "listIndexes", "collStats", "dbStats"})) {
         onDb(kRead | kDbAdmin);
     } else if (inList(name, {"insert", "update", "delete"})) {
         onDb(kWrite);
+        if (bypassesValidation(cmd)) onDb(kBypassDocumentValidation);
     } else if (inList(name, {"findAndModify", "findandmodify"})) {
         onDb(kRead);
         onDb(kWrite);
+        if (bypassesValidation(cmd)) onDb(kBypassDocumentValidation);
     } else if (inList(name, {"create", "drop", "createIndexes", "dropIndexes", "deleteIndexes"})) {
         onDb(kWrite | kDbAdmin);
-    } else if (inList(name, {"collMod", "dropDatabase"})) {
+    } else if (inList(name, {"collMod", "dropDatabase", "validate", "compact", "profile"})) {
         onDb(kDbAdmin);
     } else if (name == "renameCollection") {
         std::string from = firstString(cmd);
@@ -307,10 +331,18 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
             onDb(kUserAdmin);
     } else if (inList(name, {"dropUser", "dropAllUsersFromDatabase", "revokeRolesFromUser"})) {
         onDb(kUserAdmin);
-    } else if (inList(name,
-                      {"serverStatus", "hostInfo", "getLog", "getCmdLineOpts", "replSetGetStatus",
-                       "replSetGetConfig", "getParameter", "getFreeMonitoringStatus"})) {
+    } else if (inList(name, {"serverStatus", "hostInfo", "getLog", "getCmdLineOpts",
+                             "replSetGetStatus", "replSetGetConfig", "getParameter",
+                             "getFreeMonitoringStatus", "top", "connPoolStats"})) {
         onCluster(kClusterMonitor);
+    } else if (name == "currentOp") {
+        bson_iter_t it;
+        bool own = bson_iter_init_find(&it, cmd, "$ownOps") && bson_iter_as_bool(&it);
+        if (!own) onCluster(kClusterMonitor);
+    } else if (name == "killOp") {
+        return a;  // any authenticated user: the command checks whose operation it is
+    } else if (name == "fsync") {
+        onCluster(kHostManager);
     } else if (inList(name, {"replSetInitiate", "killAllSessions"})) {
         onCluster(kClusterManager);
     } else if (name == "shutdown") {

@@ -7,10 +7,15 @@
 // commands this store has):
 //   read        find/aggregate/count/distinct/listCollections/listIndexes/stats on a db
 //   write       insert/update/delete and collection/index create and drop on a db
-//   dbAdmin     collMod, dropDatabase, and the DDL and stats commands (not the data)
+//   dbAdmin     collMod, dropDatabase, validate, compact, profile (and system.profile),
+//               the DDL and stats commands (not the data)
 //   userAdmin   createUser/updateUser/dropUser/usersInfo on a db, and granting roles of it
-//   cluster     clusterMonitor (serverStatus, replSetGetStatus, getLog, getParameter...),
-//               clusterManager (replSetInitiate, killAllSessions), hostManager (shutdown)
+//   cluster     clusterMonitor (serverStatus, replSetGetStatus, getLog, getParameter, top,
+//               connPoolStats, currentOp of all users...), clusterManager (replSetInitiate,
+//               killAllSessions), hostManager (shutdown, fsync, killOp of others' operations)
+//   bypass      bypassDocumentValidation on writes: dbAdmin, dbOwner, restore, root
+// Every authenticated user may see and kill its own operations (currentOp with
+// $ownOps, $currentOp with allUsers: false, killOp checks the owner itself).
 // "AnyDatabase" roles hold their class on every database except local and
 // config; a whole-cluster change stream needs read on every database.
 #include <bson/bson.h>
@@ -33,7 +38,8 @@ enum Action : uint32_t {
     kClusterMonitor = 16,
     kClusterManager = 32,
     kHostManager = 64,
-    kRootOnly = 128,  // commands without a rule: only root may run them
+    kRootOnly = 128,                  // commands without a rule: only root may run them
+    kBypassDocumentValidation = 256,  // writes with bypassDocumentValidation: true
 };
 
 struct RoleName {

@@ -81,8 +81,10 @@ void runHello(OperationContext& op, bson_t* reply, bool legacy) {
     if (!op.client.sawHandshake) {
         op.client.sawHandshake = true;
         bson_t meta;
-        if (bson::subDocument(op.cmd, "client", &meta))
+        if (bson::subDocument(op.cmd, "client", &meta)) {
             op.client.clientMetadata = bson::Doc::copyOf(&meta);
+            op.store.operations().setClientMetadata(op.client.connectionId, &meta);
+        }
     }
     if (bson::find(op.cmd, "helloOk", &it)) BSON_APPEND_BOOL(reply, "helloOk", true);
     bson_t tv;

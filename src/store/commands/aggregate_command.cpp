@@ -8,6 +8,8 @@
 
 #include "bson/compare.h"
 #include "store/aggregate/pipeline.h"
+#include "store/aggregate/vector_source.h"
+#include "store/commands/stage_sources.h"
 #include "store/commands/write_path.h"
 #include "store/exec/change_stream.h"
 
@@ -145,6 +147,64 @@ bool runChangeStream(OperationContext& op, const bson_t* pipeline, const std::st
     replyWithCursor(op, ns, nullptr, std::move(cursor), batchSize < 0 ? 0 : batchSize, false, reply,
                     true, true);
     return true;
+}
+
+/// Whether the pipeline starts with $currentOp or $collStats (and they appear
+/// nowhere else: 40602 otherwise).
+bool runsServerSource(const OperationContext& op, const bson_t* pipeline, bool collectionless) {
+    bson_iter_t it;
+    bool first = true, starts = false;
+    bson_iter_init(&it, pipeline);
+    while (bson_iter_next(&it)) {
+        bson_iter_t stage;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &stage) ||
+            !bson_iter_next(&stage)) {
+            first = false;
+            continue;
+        }
+        std::string_view name = bson_iter_key(&stage);
+        if (isServerSourceStage(name)) {
+            if (!first)
+                uasserted(ErrorCode::Location40602,
+                          fmt::format("{} is only valid as the first stage in a pipeline", name));
+            if (name == "$currentOp" && (!collectionless || op.db != "admin"))
+                uasserted(ErrorCode::InvalidNamespace,
+                          "$currentOp must be run against the 'admin' database with {aggregate: "
+                          "1}");
+            starts = true;
+        }
+        first = false;
+    }
+    return starts;
+}
+
+/// The rest of the pipeline over the documents $currentOp / $collStats compute.
+std::unique_ptr<aggregate::Pipeline> buildOverServerSource(OperationContext& op,
+                                                           const bson_t* pipeline,
+                                                           const std::string& ns,
+                                                           const aggregate::PipelineContext& ctx) {
+    bson_iter_t it, stage;
+    bson_iter_init(&it, pipeline);
+    bson_iter_next(&it);
+    bson_iter_recurse(&it, &stage);
+    bson_iter_next(&stage);
+    std::string name = bson_iter_key(&stage);
+    if (!BSON_ITER_HOLDS_DOCUMENT(&stage))
+        uasserted(ErrorCode::TypeMismatch,
+                  fmt::format("{} must take a nested object but found: {}", name,
+                              bson::valueToString(*bson_iter_value(&stage))));
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&stage, &len, &data);
+    bson_t spec;
+    bson_init_static(&spec, data, len);
+    std::vector<bson::Doc> docs =
+        name == "$currentOp" ? currentOpStage(op, &spec) : collStatsStage(op, ns, &spec);
+    bson::Doc rest;
+    int i = 0;
+    while (bson_iter_next(&it)) bson::appendIter(rest.mut(), std::to_string(i++), it);
+    return aggregate::buildPipeline(std::make_unique<aggregate::VectorSource>(std::move(docs)),
+                                    rest.get(), ctx);
 }
 
 void runAggregate(OperationContext& op, bson_t* reply) {
@@ -292,7 +352,9 @@ void runAggregate(OperationContext& op, bson_t* reply) {
     CollectionLock lk(op.store.catalog());
     std::shared_ptr<const CollectionEntry> coll =
         collectionless ? nullptr : op.store.catalog().lookup(ns);
-    auto p = aggregate::buildPipeline(coll, pipeline.get(), ctx);
+    auto p = runsServerSource(op, pipeline.get(), collectionless)
+                 ? buildOverServerSource(op, pipeline.get(), ns, ctx)
+                 : aggregate::buildPipeline(coll, pipeline.get(), ctx);
     if (explain) {
         BSON_APPEND_UTF8(reply, "explainVersion", "1");
         p->appendExplain(reply);

@@ -85,7 +85,7 @@ bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_
     return bson_init_static(out, data, len);
 }
 
-void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known) {
+bool isGenericArgument(std::string_view field) {
     static constexpr std::string_view kGeneric[] = {"$db",
                                                     "lsid",
                                                     "txnNumber",
@@ -119,13 +119,18 @@ void checkFields(const OperationContext& op, std::initializer_list<std::string_v
                                                     "$explain",
                                                     "$snapshot",
                                                     "$maxTimeMS"};
+    for (auto g : kGeneric)
+        if (g == field) return true;
+    return false;
+}
+
+void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known) {
     bson_iter_t it;
     bson_iter_init(&it, op.cmd);
     bson_iter_next(&it);  // the command name
     while (bson_iter_next(&it)) {
         std::string_view k = bson_iter_key(&it);
-        bool ok = false;
-        for (auto g : kGeneric) ok = ok || g == k;
+        bool ok = isGenericArgument(k);
         for (auto f : known) ok = ok || f == k;
         if (!ok)
             uasserted(ErrorCode::Location40415,

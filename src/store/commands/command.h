@@ -80,6 +80,9 @@ bool getBool(const bson_t* cmd, std::string_view field, bool dflt);
 int64_t getInt(const bson_t* cmd, std::string_view field, int64_t dflt, std::string_view cmdName);
 /// Returns the sub-document at `field`, or nullptr-equivalent when absent.
 bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_view cmdName);
+/// Whether `field` is an argument every command accepts ($db, lsid, txnNumber,
+/// readConcern, comment, ...).
+bool isGenericArgument(std::string_view field);
 /// Rejects fields that are neither in `known` nor generic command arguments
 /// ($db, lsid, txnNumber, readConcern, ...) with IDLUnknownField (40415), as mongod does.
 void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known);

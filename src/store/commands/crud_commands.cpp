@@ -7,8 +7,10 @@
 #include "bson/compare.h"
 #include "store/aggregate/pipeline.h"
 #include "store/aggregate/vector_source.h"
+#include "store/commands/document_validation.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
+#include "store/exec/interrupt.h"
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
 #include "store/query/sort.h"
@@ -206,6 +208,7 @@ void runGetMore(OperationContext& op, bson_t* reply) {
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);
     bool emptyBatch = false;
     try {
+        checkForInterrupt();  // killed while waiting for data (killOp)
         CollectionLock lk(op.store.catalog());
         if (cursor->coll) {
             auto now = op.store.catalog().lookup(cursor->coll->ns);
@@ -294,13 +297,21 @@ HALO_REGISTER_COMMAND(CommandSpec{{"killCursors"}, runKillCursors});
 struct WriteError {
     int32_t index;
     Status status;
-    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue for duplicate keys
+    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue, errInfo (ErrorWithInfo)
 };
 
 WriteError writeErrorFrom(int32_t index, const DBException& e) {
     WriteError w{index, e.status(), nullptr};
-    if (auto* dup = dynamic_cast<const rs::DuplicateKeyError*>(&e)) w.info = dup->info();
+    if (auto* withInfo = dynamic_cast<const ErrorWithInfo*>(&e)) w.info = withInfo->info();
     return w;
+}
+
+/// Adds a statement's error to the reply's writeErrors. An interruption, and
+/// any error inside a multi-document transaction (which it aborts), fails the
+/// whole command instead, as in mongod. Call from the catch block of `e`.
+void recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
+    if (currentOperation().txn || e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
+    errors.push_back(writeErrorFrom(index, e));
 }
 
 void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
@@ -354,6 +365,7 @@ void insertOne(Store& store, const std::string& ns, const bson_t* doc, int32_t s
     auto coll = store.catalog().lookup(ns);
     HALO_INVARIANT(coll != nullptr);
     bson::Doc prepared = prepareInsert(doc);
+    validateInsert(*coll, prepared.get());
     runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
         rs::insert(s, *coll, prepared.get());
         logInsert(log, *coll, prepared.get());
@@ -374,6 +386,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::Location40414,
                   "BSON field 'insert.documents' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
     uint32_t count = 0;
     {
         bson_t docs;
@@ -394,6 +407,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
     bson_iter_recurse(&it, &a);
     std::vector<bson::Doc> batch;
     while (bson_iter_next(&a)) {
+        checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
         if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
             errors.push_back(
@@ -410,8 +424,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
             if (!priorOutcome(op.store, i)) insertOne(op.store, ns, doc.get(), i);
             ++n;
         } catch (const DBException& e) {
-            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
-            errors.push_back(writeErrorFrom(i, e));
+            recordWriteError(errors, i, e);
             if (ordered) break;
         }
     }
@@ -596,6 +609,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                 update::UpdateResult r = driver->apply(s, doc.get(), ao);
                 if (wantDocs) out.before = doc.copy();
                 if (r.modified) {
+                    validateUpdate(*coll, doc.get(), r.newDoc.get());
                     rs::update(s, *coll, rid, doc.get(), r.newDoc.get());
                     logUpdate(log, *coll, doc.get(), r.newDoc.get(), driver->isReplacement());
                     coll->dataSize +=
@@ -612,6 +626,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
             ao.isUpsertInsert = true;
             update::UpdateResult r = driver->applyUpsert(s, q, ao);
             bson::Doc prepared = prepareInsert(r.newDoc.get());
+            validateInsert(*coll, prepared.get());
             rs::insert(s, *coll, prepared.get());
             logInsert(log, *coll, prepared.get());
             coll->numRecords++;
@@ -637,6 +652,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::Location40414,
                   "BSON field 'update.updates' is missing but a required field");
     bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
     std::vector<WriteError> errors;
     int64_t n = 0, nModified = 0;
     int32_t index = 0;
@@ -647,6 +663,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     bson_iter_recurse(&it, &a);
     int upsertCount = 0;
     while (bson_iter_next(&a)) {
+        checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
         try {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a))
@@ -693,8 +710,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                 anyUpsert = true;
             }
         } catch (const DBException& e) {
-            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
-            errors.push_back(writeErrorFrom(i, e));
+            recordWriteError(errors, i, e);
             if (ordered) break;
         }
     }
@@ -776,6 +792,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
     while (bson_iter_next(&a)) {
+        checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
         try {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a))
@@ -803,8 +820,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
             n += deleteDocs(op.store, ns, &q, limit == 1, nullptr,
                             hint.empty() ? nullptr : hint.get(), nullptr, i);
         } catch (const DBException& e) {
-            if (currentOperation().txn && e.code() == ErrorCode::WriteConflict) throw;
-            errors.push_back(writeErrorFrom(i, e));
+            recordWriteError(errors, i, e);
             if (ordered) break;
         }
     }
@@ -824,6 +840,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
     bool remove = cmdarg::getBool(op.cmd, "remove", false);
     bool returnNew = cmdarg::getBool(op.cmd, "new", false);
     bool upsert = cmdarg::getBool(op.cmd, "upsert", false);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
     bool haveFields = cmdarg::getDoc(op.cmd, "fields", &fields, "findAndModify");
     bson_iter_t it;
     bool haveUpdate = bson::find(op.cmd, "update", &it);

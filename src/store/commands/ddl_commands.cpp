@@ -1,6 +1,5 @@
 // Catalog commands: create, drop, dropDatabase, listDatabases, listCollections,
-// renameCollection, createIndexes, listIndexes, dropIndexes, collStats, dbStats,
-// and explain.
+// renameCollection, createIndexes, listIndexes, dropIndexes, collMod and explain.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include "store/commands/auth_commands.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
+#include "store/query/document_validator.h"
 #include "store/query/matcher.h"
 
 namespace halo::store {
@@ -17,6 +17,33 @@ namespace {
 std::string nsOf(const OperationContext& op) {
     validateDbName(op.db);
     return op.db + "." + cmdarg::collectionName(op);
+}
+
+/// Checks the validation options a create or collMod would store (mongod's
+/// codes), and that a validator is allowed on the namespace: not on system
+/// collections nor in the admin, local and config databases (InvalidOptions).
+void checkValidationOptions(const std::string& ns, const bson_t* options, std::string_view command,
+                            const CollectionEntry* existing) {
+    auto cv = uassertStatusOK(query::CollectionValidation::fromOptions(options, command));
+    if (!cv.validator) return;
+    auto [db, coll] = splitNs(ns);
+    std::string withUuid;
+    if (existing) {
+        withUuid = " with UUID ";
+        for (int i = 0; i < 16; ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) withUuid += '-';
+            withUuid += fmt::format("{:02x}", existing->uuid[i]);
+        }
+    }
+    if (coll.rfind("system.", 0) == 0)
+        uasserted(
+            ErrorCode::InvalidOptions,
+            fmt::format("Document validators not allowed on system collection {}{}", ns, withUuid));
+    if (db == "admin" || db == "local" || db == "config")
+        uasserted(ErrorCode::InvalidOptions,
+                  fmt::format("Document validators are not allowed on collection {}{} in the {} "
+                              "internal database",
+                              ns, withUuid, db));
 }
 
 void appendUuid(bson_t* out, const char* key, const CollectionEntry& e) {
@@ -45,6 +72,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           "time-series collections are not supported by this store");
             bson::appendIter(options.mut(), k, it);
         }
+        checkValidationOptions(ns, options.get(), "create", nullptr);
         std::unique_lock lk(op.store.catalog().ddlLock());
         auto sw = op.store.catalog().createCollection(ns, options.get());
         if (!sw.isOK()) {
@@ -65,26 +93,30 @@ HALO_REGISTER_COMMAND(CommandSpec{
         BSON_APPEND_INT32(reply, "nIndexesWas", static_cast<int32_t>(coll->indexes.size()));
         BSON_APPEND_UTF8(reply, "ns", ns.c_str());
         uassertStatusOK(op.store.catalog().dropCollection(ns));
+        op.store.top().collectionDropped(ns);
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "drop", coll->name.c_str());
         logCommand(op.store, coll->db, o.get(), coll->uuid);
     }});
 
-HALO_REGISTER_COMMAND(CommandSpec{{"dropDatabase"}, [](OperationContext& op, bson_t* reply) {
-                                      validateDbName(op.db);
-                                      std::unique_lock lk(op.store.catalog().ddlLock());
-                                      for (const auto& c :
-                                           op.store.catalog().listCollections(op.db)) {
-                                          uassertStatusOK(op.store.catalog().dropCollection(c->ns));
-                                          bson::Doc o;
-                                          BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
-                                          logCommand(op.store, c->db, o.get(), c->uuid);
-                                      }
-                                      bson::Doc o;
-                                      BSON_APPEND_INT32(o.mut(), "dropDatabase", 1);
-                                      logCommand(op.store, op.db, o.get());
-                                      BSON_APPEND_UTF8(reply, "dropped", op.db.c_str());
-                                  }});
+HALO_REGISTER_COMMAND(CommandSpec{
+    {"dropDatabase"}, [](OperationContext& op, bson_t* reply) {
+        validateDbName(op.db);
+        std::unique_lock lk(op.store.catalog().ddlLock());
+        for (const auto& c : op.store.catalog().listCollections(op.db)) {
+            uassertStatusOK(op.store.catalog().dropCollection(c->ns));
+            op.store.top().collectionDropped(c->ns);
+            bson::Doc o;
+            BSON_APPEND_UTF8(o.mut(), "drop", c->name.c_str());
+            logCommand(op.store, c->db, o.get(), c->uuid);
+        }
+        bson::Doc o;
+        BSON_APPEND_INT32(o.mut(), "dropDatabase", 1);
+        logCommand(op.store, op.db, o.get());
+        // As mongod: the database's profiling level goes with it.
+        op.store.profiling().update(op.db, 0, std::nullopt, std::nullopt, std::nullopt);
+        BSON_APPEND_UTF8(reply, "dropped", op.db.c_str());
+    }});
 
 HALO_REGISTER_COMMAND(CommandSpec{
     {"listDatabases"},
@@ -190,6 +222,8 @@ HALO_REGISTER_COMMAND(CommandSpec{
             uasserted(ErrorCode::NamespaceExists, "target namespace exists");
         auto source = op.store.catalog().lookup(from);
         uassertStatusOK(op.store.catalog().renameCollection(from, to, dropTarget));
+        op.store.top().collectionDropped(from);
+        op.store.top().collectionDropped(to);
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "renameCollection", from.c_str());
         BSON_APPEND_UTF8(o.mut(), "to", to.c_str());
@@ -275,6 +309,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
             if (!bson_has_field(changes.get(), bson_iter_key(&it)))
                 bson::appendIter(next.mut(), bson_iter_key(&it), it);
         bson_concat(next.mut(), changes.get());
+        checkValidationOptions(ns, next.get(), "collMod", coll.get());
         uassertStatusOK(op.store.catalog().setOptions(ns, next.get()));
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "collMod", coll->name.c_str());
@@ -350,60 +385,6 @@ HALO_REGISTER_COMMAND(CommandSpec{
             BSON_APPEND_DOCUMENT(o.mut(), "spec", spec.get());
             logCommand(op.store, coll->db, o.get(), coll->uuid);
         }
-    }});
-
-void appendCollStats(const CollectionEntry& c, bson_t* reply, double scale) {
-    int64_t n = c.numRecords.load(), size = c.dataSize.load();
-    BSON_APPEND_UTF8(reply, "ns", c.ns.c_str());
-    BSON_APPEND_INT64(reply, "size", static_cast<int64_t>(size / scale));
-    BSON_APPEND_INT64(reply, "count", n);
-    if (n > 0) BSON_APPEND_INT64(reply, "avgObjSize", size / n);
-    BSON_APPEND_INT64(reply, "storageSize", static_cast<int64_t>(size / scale));
-    BSON_APPEND_INT32(reply, "nindexes", static_cast<int32_t>(c.indexes.size()));
-    bson_t sizes;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "indexSizes", &sizes);
-    for (const auto& i : c.indexes) BSON_APPEND_INT64(&sizes, i->name.c_str(), 0);
-    bson_append_document_end(reply, &sizes);
-    BSON_APPEND_INT64(reply, "totalIndexSize", 0);
-    BSON_APPEND_INT32(reply, "scaleFactor", static_cast<int32_t>(scale));
-    BSON_APPEND_BOOL(reply, "capped", false);
-}
-
-HALO_REGISTER_COMMAND(CommandSpec{
-    {"collStats"}, [](OperationContext& op, bson_t* reply) {
-        std::string ns = nsOf(op);
-        double scale = static_cast<double>(cmdarg::getInt(op.cmd, "scale", 1, "collStats"));
-        if (scale <= 0) uasserted(ErrorCode::BadValue, "scale has to be >= 1");
-        std::shared_lock lk(op.store.catalog().ddlLock());
-        auto coll = op.store.catalog().lookup(ns);
-        if (!coll)
-            uasserted(ErrorCode::NamespaceNotFound, fmt::format("Collection [{}] not found.", ns));
-        appendCollStats(*coll, reply, scale);
-    }});
-
-HALO_REGISTER_COMMAND(CommandSpec{
-    {"dbStats"}, [](OperationContext& op, bson_t* reply) {
-        validateDbName(op.db);
-        std::shared_lock lk(op.store.catalog().ddlLock());
-        int64_t objects = 0, size = 0, indexes = 0;
-        auto colls = op.store.catalog().listCollections(op.db);
-        for (const auto& c : colls) {
-            objects += c->numRecords.load();
-            size += c->dataSize.load();
-            indexes += static_cast<int64_t>(c->indexes.size());
-        }
-        BSON_APPEND_UTF8(reply, "db", op.db.c_str());
-        BSON_APPEND_INT64(reply, "collections", static_cast<int64_t>(colls.size()));
-        BSON_APPEND_INT64(reply, "views", 0);
-        BSON_APPEND_INT64(reply, "objects", objects);
-        BSON_APPEND_DOUBLE(reply, "avgObjSize",
-                           objects ? static_cast<double>(size) / objects : 0.0);
-        BSON_APPEND_INT64(reply, "dataSize", size);
-        BSON_APPEND_INT64(reply, "storageSize", size);
-        BSON_APPEND_INT64(reply, "indexes", indexes);
-        BSON_APPEND_INT64(reply, "indexSize", 0);
-        BSON_APPEND_INT64(reply, "totalSize", size);
-        BSON_APPEND_DOUBLE(reply, "scaleFactor", 1.0);
     }});
 
 HALO_REGISTER_COMMAND(CommandSpec{

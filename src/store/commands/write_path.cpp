@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "store/exec/interrupt.h"
 #include "store/repl/doc_diff.h"
 
 namespace halo::store {
@@ -152,6 +153,7 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
     while (true) {
         if (limit > 0 && n >= limit) break;
         if (bytes >= kMaxBatchBytes) break;
+        checkForInterrupt();
         auto d = stream.next(s);
         if (!d) {
             exhausted = true;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "store/exec/interrupt.h"
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
 #include "store/query/sort.h"
@@ -64,10 +65,12 @@ ScanStage::ScanStage(std::shared_ptr<const CollectionEntry> coll, QueryPlan plan
                      std::shared_ptr<const query::Matcher> matcher)
     : coll_(std::move(coll)), plan_(std::move(plan)), matcher_(std::move(matcher)) {
     dedupe_ = plan_.index && (plan_.index->multikey.load() || plan_.intervals.size() > 1);
+    if (!plan_.index && coll_) ++coll_->collectionScans;
 }
 
 std::optional<bson::Doc> ScanStage::next(Session& s, int64_t* ridOut) {
     while (auto r = nextRaw(s)) {
+        checkForInterrupt();  // a long scan stops at killOp
         ++docs_;
         if (!matcher_ || matcher_->matches(r->second.get())) {
             if (ridOut) *ridOut = r->first;

@@ -134,23 +134,36 @@ class ElemMatchPredicate : public ElemPredicate {
     ~ElemMatchPredicate() override;
     bool matches(const bson_value_t& v, int64_t* index) const override;
     bool expandsLeafArrays() const override { return false; }
+    const MatchExpr& sub() const { return *sub_; }
 
   private:
     std::unique_ptr<MatchExpr> sub_;
 };
 
+/// What a document validation error says about a node (mongod's ErrorAnnotation):
+/// the operator as the user wrote it and, for leaves, its specification
+/// ({a: {$gt: 5}}). Only filters parsed with MatcherParseOptions::annotate have them.
+struct ErrorAnnotation {
+    std::string operatorName;
+    bson::Doc specifiedAs;  // empty: not reported
+};
+
 class MatchExpr {
   public:
-    enum class Kind { kAnd, kOr, kNor, kNot, kPath, kAlwaysTrue, kAlwaysFalse, kExpr };
+    enum class Kind { kAnd, kOr, kNor, kNot, kPath, kAlwaysTrue, kAlwaysFalse, kExpr, kJsonSchema };
     explicit MatchExpr(Kind k) : kind_(k) {}
     virtual ~MatchExpr() = default;
     Kind kind() const { return kind_; }
     /// `input` is the document at the top level and in object $elemMatch, and
     /// the array element itself in value $elemMatch.
     virtual bool matches(const bson_value_t& input, MatchDetails* details) const = 0;
+    /// Null unless the filter was parsed with annotations.
+    const ErrorAnnotation* annotation() const { return annotation_.get(); }
+    void setAnnotation(std::unique_ptr<ErrorAnnotation> a) { annotation_ = std::move(a); }
 
   private:
     Kind kind_;
+    std::unique_ptr<ErrorAnnotation> annotation_;
 };
 
 /// $and / $or / $nor (an implicit top-level conjunction is an $and).
@@ -186,6 +199,20 @@ class ExprExpr : public MatchExpr {
     std::unique_ptr<Expression> expr;
 };
 
+class JsonSchema;
+
+/// $jsonSchema: the document satisfies the schema (json_schema.h).
+class JsonSchemaExpr : public MatchExpr {
+  public:
+    explicit JsonSchemaExpr(std::unique_ptr<JsonSchema> s);
+    ~JsonSchemaExpr() override;
+    bool matches(const bson_value_t& input, MatchDetails*) const override;
+    const JsonSchema& schema() const { return *schema_; }
+
+  private:
+    std::unique_ptr<JsonSchema> schema_;
+};
+
 /// A predicate applied to the values reached by a dotted path (path.h).
 class PathExpr : public MatchExpr {
   public:
@@ -199,5 +226,9 @@ class PathExpr : public MatchExpr {
     std::vector<std::string> parts_;
     std::unique_ptr<ElemPredicate> pred_;
 };
+
+/// The type code of a $type / bsonType alias ("double" 1 .. "maxKey" 127,
+/// "minKey" -1), 0 when unknown ("number" is not an alias here).
+int bsonTypeCodeForAlias(std::string_view alias);
 
 }  // namespace halo::query

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "bson/compare.h"
+#include "store/query/json_schema.h"
 #include "store/query/match_expression.h"
 
 namespace halo::query {
@@ -39,7 +40,22 @@ bool isOperatorObject(const bson_value_t& v) {
     return !k.empty() && k[0] == '$' && !isDbRefField(k);
 }
 
+/// {path: value} or {path: {op: value}}: what a validation error shows as specifiedAs.
+bson::Doc specOf(std::string_view path, std::string_view op, const bson_value_t& v) {
+    bson::Doc d;
+    if (op.empty()) {
+        bson::appendValue(d.mut(), path, v);
+        return d;
+    }
+    bson_t inner;
+    bson_append_document_begin(d.mut(), path.data(), static_cast<int>(path.size()), &inner);
+    bson::appendValue(&inner, op, v);
+    bson_append_document_end(d.mut(), &inner);
+    return d;
+}
+
 struct Parser {
+    MatcherParseOptions options;
     bool hasExpr = false;
 
     ExprPtr path(std::string_view p, std::unique_ptr<ElemPredicate> pred) {
@@ -47,7 +63,17 @@ struct Parser {
     }
     ExprPtr negate(ExprPtr e) { return std::make_unique<NotExpr>(std::move(e)); }
 
-    ExprPtr parseTopLevel(const bson_t* doc, int depth) {
+    /// Annotates `e` (when annotating) and returns it.
+    ExprPtr annotate(ExprPtr e, std::string_view op, bson::Doc spec = bson::Doc()) {
+        if (options.annotate && e)
+            e->setAnnotation(std::make_unique<ErrorAnnotation>(
+                ErrorAnnotation{std::string(op), std::move(spec)}));
+        return e;
+    }
+
+    /// `subDocument`: the filter of an object $elemMatch, where $expr, $where
+    /// and $text may not appear (mongod's kUserSubDocument level).
+    ExprPtr parseTopLevel(const bson_t* doc, int depth, bool subDocument = false) {
         if (depth > 100) fail(ErrorCode::BadValue, "exceeded maximum query tree depth of 100");
         auto all = std::make_unique<LogicalExpr>(MatchExpr::Kind::kAnd);
         bson_iter_t it;
@@ -56,17 +82,18 @@ struct Parser {
             std::string_view k = keyOf(it);
             const bson_value_t& v = *bson_iter_value(&it);
             if (!k.empty() && k[0] == '$') {
-                if (auto e = parseTopLevelOperator(k, v, depth))
+                if (auto e = parseTopLevelOperator(k, v, depth, subDocument))
                     all->children.push_back(std::move(e));
                 continue;
             }
             parsePathValue(k, v, all->children, depth);
         }
         if (all->children.size() == 1) return std::move(all->children[0]);
-        return all;
+        return annotate(std::move(all), "$and");
     }
 
-    ExprPtr parseTopLevelOperator(std::string_view k, const bson_value_t& v, int depth) {
+    ExprPtr parseTopLevelOperator(std::string_view k, const bson_value_t& v, int depth,
+                                  bool subDocument) {
         if (k == "$and" || k == "$or" || k == "$nor") {
             if (v.value_type != BSON_TYPE_ARRAY)
                 fail(ErrorCode::BadValue, fmt::format("{} must be an array", k));
@@ -83,33 +110,57 @@ struct Parser {
                 bson_t sub;
                 if (c.value_type != BSON_TYPE_DOCUMENT || !viewOf(c, &sub))
                     fail(ErrorCode::BadValue, "$or/$and/$nor entries need to be full objects");
-                e->children.push_back(parseTopLevel(&sub, depth + 1));
+                e->children.push_back(parseTopLevel(&sub, depth + 1, subDocument));
             }
             if (e->children.empty())
                 fail(ErrorCode::BadValue, "$and/$or/$nor must be a nonempty array");
-            return e;
+            return annotate(std::move(e), k);
         }
         if (k == "$expr") {
+            if (subDocument)
+                fail(ErrorCode::BadValue, "$expr can only be applied to the top-level document");
             hasExpr = true;
-            return std::make_unique<ExprExpr>(Expression::parse(v));
+            return annotate(std::make_unique<ExprExpr>(Expression::parse(v)), k, specOf(k, "", v));
         }
         if (k == "$comment") return nullptr;
         if (k == "$alwaysTrue" || k == "$alwaysFalse") {
             int64_t n;
             if (!bson::toInt64Exact(v, &n) || n != 1)
                 fail(ErrorCode::FailedToParse, fmt::format("{} must be an integer value of 1", k));
-            return std::make_unique<ConstantExpr>(k == "$alwaysTrue");
+            return annotate(std::make_unique<ConstantExpr>(k == "$alwaysTrue"), k,
+                            specOf(k, "", v));
         }
-        if (k == "$where") fail(ErrorCode::BadValue, "$where is not supported");
-        if (k == "$text") fail(ErrorCode::IndexNotFound, "text index required for $text query");
-        if (k == "$jsonSchema") fail(ErrorCode::BadValue, "$jsonSchema is not supported");
+        if (k == "$jsonSchema") {
+            if (v.value_type != BSON_TYPE_DOCUMENT)
+                fail(ErrorCode::TypeMismatch, "$jsonSchema must be an object");
+            bson_t schema;
+            viewOf(v, &schema);
+            auto e = std::make_unique<JsonSchemaExpr>(uassertStatusOK(JsonSchema::parse(&schema)));
+            return annotate(std::move(e), k, specOf(k, "", v));
+        }
+        if (k == "$where") {
+            if (options.forValidator)
+                fail(ErrorCode::BadValue, "$where is not allowed in this context");
+            if (subDocument)
+                fail(ErrorCode::BadValue, "$where can only be applied to the top-level document");
+            fail(ErrorCode::BadValue, "$where is not supported");
+        }
+        if (k == "$text") {
+            if (subDocument)
+                fail(ErrorCode::BadValue, "$text can only be applied to the top-level document");
+            if (options.forValidator)
+                fail(ErrorCode::BadValue, "$text is not allowed in this context");
+            fail(ErrorCode::IndexNotFound, "text index required for $text query");
+        }
         fail(ErrorCode::BadValue, fmt::format("unknown top level operator: {}", k));
     }
 
     void parsePathValue(std::string_view p, const bson_value_t& v, std::vector<ExprPtr>& out,
                         int depth) {
         if (v.value_type == BSON_TYPE_REGEX) {
-            out.push_back(path(p, regexPredicate(v.value.v_regex.regex, v.value.v_regex.options)));
+            out.push_back(
+                annotate(path(p, regexPredicate(v.value.v_regex.regex, v.value.v_regex.options)),
+                         "$regex", specOf(p, "", v)));
             return;
         }
         if (isOperatorObject(v)) {
@@ -118,7 +169,7 @@ struct Parser {
             parseOperators(p, &ops, out, depth);
             return;
         }
-        out.push_back(path(p, comparison(Op::kEq, v, "$eq")));
+        out.push_back(annotate(path(p, comparison(Op::kEq, v, "$eq")), "$eq", specOf(p, "", v)));
     }
 
     std::unique_ptr<ElemPredicate> comparison(Op op, const bson_value_t& v, std::string_view name) {
@@ -153,30 +204,39 @@ struct Parser {
                 optionsValue = v;
                 options = &optionsValue;
             } else {
-                out.push_back(parseOperator(p, k, v, depth));
+                out.push_back(annotate(parseOperator(p, k, v, depth), k, specOf(p, k, v)));
             }
         }
         if (options && !regex) fail(ErrorCode::BadValue, "$options needs a $regex");
         if (regex) {
+            bson::Doc spec;
+            if (this->options.annotate) {
+                bson_t inner;
+                bson_append_document_begin(spec.mut(), p.data(), static_cast<int>(p.size()),
+                                           &inner);
+                bson::appendValue(&inner, "$regex", *regex);
+                if (options) bson::appendValue(&inner, "$options", *options);
+                bson_append_document_end(spec.mut(), &inner);
+            }
             std::string opts;
             if (options) {
                 if (options->value_type != BSON_TYPE_UTF8)
                     fail(ErrorCode::BadValue, "$options has to be a string");
                 opts = options->value.v_utf8.str;
             }
+            std::unique_ptr<ElemPredicate> pred;
             if (regex->value_type == BSON_TYPE_UTF8) {
-                out.push_back(path(
-                    p, regexPredicate({regex->value.v_utf8.str, regex->value.v_utf8.len}, opts)));
+                pred = regexPredicate({regex->value.v_utf8.str, regex->value.v_utf8.len}, opts);
             } else if (regex->value_type == BSON_TYPE_REGEX) {
                 std::string_view own =
                     regex->value.v_regex.options ? regex->value.v_regex.options : "";
                 if (!own.empty() && !opts.empty())
                     fail(ErrorCode::Location51075, "options set in both $regex and $options");
-                out.push_back(
-                    path(p, regexPredicate(regex->value.v_regex.regex, opts.empty() ? own : opts)));
+                pred = regexPredicate(regex->value.v_regex.regex, opts.empty() ? own : opts);
             } else {
                 fail(ErrorCode::BadValue, "$regex has to be a string");
             }
+            out.push_back(annotate(path(p, std::move(pred)), "$regex", std::move(spec)));
         }
     }
 
@@ -210,6 +270,9 @@ struct Parser {
         if (k == "$all") return allExpr(p, v, depth);
         if (k == "$elemMatch") return path(p, elemMatch(v, depth));
         if (k == "$not") return notExpr(p, v, depth);
+        if (options.forValidator && (k == "$near" || k == "$nearSphere" || k == "$geoNear"))
+            fail(ErrorCode::BadValue,
+                 "$geoNear, $near, and $nearSphere are not allowed in this context");
         if (k.empty() || k[0] != '$')
             fail(ErrorCode::BadValue, fmt::format("unknown operator: {}", k));
         fail(ErrorCode::BadValue, fmt::format("unknown operator: {}", k));
@@ -240,22 +303,6 @@ struct Parser {
         return std::make_unique<InPredicate>(std::move(values), std::move(regexes));
     }
 
-    static int typeCodeForAlias(std::string_view s) {
-        static const std::pair<std::string_view, int> kAliases[] = {
-            {"double", 1},      {"string", 2},     {"object", 3},
-            {"array", 4},       {"binData", 5},    {"undefined", 6},
-            {"objectId", 7},    {"bool", 8},       {"date", 9},
-            {"null", 10},       {"regex", 11},     {"dbPointer", 12},
-            {"javascript", 13}, {"symbol", 14},    {"javascriptWithScope", 15},
-            {"int", 16},        {"timestamp", 17}, {"long", 18},
-            {"decimal", 19},    {"minKey", -1},    {"maxKey", 127},
-        };
-        for (const auto& [name, code] : kAliases) {
-            if (name == s) return code;
-        }
-        return 0;
-    }
-
     void addType(const bson_value_t& v, std::vector<int>& types, bool& number) {
         if (v.value_type == BSON_TYPE_UTF8) {
             std::string_view s(v.value.v_utf8.str, v.value.v_utf8.len);
@@ -263,7 +310,7 @@ struct Parser {
                 number = true;
                 return;
             }
-            int code = typeCodeForAlias(s);
+            int code = bsonTypeCodeForAlias(s);
             if (code == 0) fail(ErrorCode::BadValue, fmt::format("Unknown type name alias: {}", s));
             types.push_back(code);
             return;
@@ -400,12 +447,14 @@ struct Parser {
             return std::make_unique<ElemMatchPredicate>(Op::kElemMatchValue, std::move(all));
         }
         return std::make_unique<ElemMatchPredicate>(Op::kElemMatchObject,
-                                                    parseTopLevel(&sub, depth + 1));
+                                                    parseTopLevel(&sub, depth + 1, true));
     }
 
     ExprPtr notExpr(std::string_view p, const bson_value_t& v, int depth) {
         if (v.value_type == BSON_TYPE_REGEX)
-            return negate(path(p, regexPredicate(v.value.v_regex.regex, v.value.v_regex.options)));
+            return negate(
+                annotate(path(p, regexPredicate(v.value.v_regex.regex, v.value.v_regex.options)),
+                         "$regex", specOf(p, "", v)));
         if (v.value_type != BSON_TYPE_DOCUMENT)
             fail(ErrorCode::BadValue, "$not needs a regex or a document");
         bson_t sub;
@@ -460,13 +509,30 @@ bool isNaNValue(const Value& v) {
 
 }  // namespace
 
+int bsonTypeCodeForAlias(std::string_view alias) {
+    static const std::pair<std::string_view, int> kAliases[] = {
+        {"double", 1},      {"string", 2},     {"object", 3},
+        {"array", 4},       {"binData", 5},    {"undefined", 6},
+        {"objectId", 7},    {"bool", 8},       {"date", 9},
+        {"null", 10},       {"regex", 11},     {"dbPointer", 12},
+        {"javascript", 13}, {"symbol", 14},    {"javascriptWithScope", 15},
+        {"int", 16},        {"timestamp", 17}, {"long", 18},
+        {"decimal", 19},    {"minKey", -1},    {"maxKey", 127},
+    };
+    for (const auto& [name, code] : kAliases)
+        if (name == alias) return code;
+    return 0;
+}
+
 Matcher::~Matcher() = default;
 Matcher::Matcher(Matcher&&) noexcept = default;
 Matcher& Matcher::operator=(Matcher&&) noexcept = default;
 
-StatusWith<std::unique_ptr<Matcher>> Matcher::parse(const bson_t* filter) {
+StatusWith<std::unique_ptr<Matcher>> Matcher::parse(const bson_t* filter,
+                                                    const MatcherParseOptions& options) {
     try {
         Parser p;
+        p.options = options;
         std::unique_ptr<Matcher> m(new Matcher());
         m->root_ = p.parseTopLevel(filter, 0);
         m->hasExpr_ = p.hasExpr;

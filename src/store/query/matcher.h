@@ -7,7 +7,8 @@
 //  - dotted paths traverse embedded documents and arrays (see path.h); arrays
 //    match element-wise and as whole values; $ne/$nin/$not/$nor negate the
 //    whole path predicate;
-//  - $regex uses PCRE2; $expr uses the aggregation Expression evaluator.
+//  - $regex uses PCRE2; $expr uses the aggregation Expression evaluator;
+//  - $jsonSchema (json_schema.h) at the top level and inside $and/$or/$nor.
 //
 // Parse errors carry mongod's codes and messages (BadValue "unknown operator:
 // $foo", 51091 bad regex, ...). A parsed Matcher is immutable; matches() is
@@ -57,6 +58,15 @@ struct PathPredicate {
 
 class MatchExpr;  // internal node type (match_expression.h)
 
+struct MatcherParseOptions {
+    /// Records on every node what a document validation error reports about it
+    /// (validation_error.h).
+    bool annotate = false;
+    /// A collection validator: $where, $text and geo operators are refused
+    /// with mongod's "not allowed in this context" errors.
+    bool forValidator = false;
+};
+
 class Matcher {
   public:
     ~Matcher();
@@ -64,7 +74,8 @@ class Matcher {
     Matcher& operator=(Matcher&&) noexcept;
 
     /// Parses a filter document. Never throws; errors are returned.
-    static StatusWith<std::unique_ptr<Matcher>> parse(const bson_t* filter);
+    static StatusWith<std::unique_ptr<Matcher>> parse(const bson_t* filter,
+                                                      const MatcherParseOptions& options = {});
 
     /// True when `doc` satisfies the filter. When `details` is given and the
     /// match went through an array on the queried path, details->elemMatchKey

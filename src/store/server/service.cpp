@@ -13,28 +13,44 @@ ServiceConnection::ServiceConnection(Store& store, const net::ConnectionInfo& in
     client_.connectionId = info.id;
     client_.remote = info.remote;
     client_.local = info.local;
+    store_.operations().addClient(info.id, info.remote);
+}
+
+ServiceConnection::~ServiceConnection() {
+    store_.operations().removeClient(client_.connectionId);
 }
 
 asio::awaitable<net::HandlerResult> ServiceConnection::onFrame(net::Frame frame) {
+    // The request is an operation (currentOp, killOp) until its reply is sent.
+    auto active = store_.operations().begin(client_.connectionId);
+    client_.activeOp = active;
+    struct EndOperation {
+        ServiceConnection* self;
+        ~EndOperation() {
+            self->store_.operations().end(*self->client_.activeOp);
+            self->client_.activeOp.reset();
+        }
+    } endOperation{this};
     // A command may ask to wait (awaitable hello, awaitData getMore): wait on a
-    // timer, which an oplog commit cancels early when asked, then run it again.
+    // timer, which an oplog commit or a killOp cancels early, then run it again.
     Deferral deferral;
     auto r = handle(frame, &deferral, false);
     const auto deadline = deferral.deadline;  // the first request's deadline bounds the whole wait
     while (deferral.requested) {
         auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
         timer->expires_at(deadline);
-        bool wait = true;
+        bool wait = store_.operations().waitOn(*active, timer);
         if (deferral.cursorId) store_.cursors().wakeOnKill(deferral.cursorId, timer);
         if (deferral.wakeOnOplogCommit) {
             store_.oplog().wakeOnNextCommit(timer);
-            wait = store_.oplog().commitSeq() == deferral.seenCommitSeq;
+            wait = wait && store_.oplog().commitSeq() == deferral.seenCommitSeq;
         }
         if (wait) {
             asio::error_code ec;
             co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
-        bool final = std::chrono::steady_clock::now() >= deadline;
+        // A killed operation stops waiting: its last attempt reports the interruption.
+        bool final = active->killed() || std::chrono::steady_clock::now() >= deadline;
         deferral = Deferral{};
         r = handle(frame, &deferral, final);
     }

@@ -11,6 +11,7 @@ namespace halo::store {
 class ServiceConnection : public net::FrameHandler {
   public:
     ServiceConnection(Store& store, const net::ConnectionInfo& info);
+    ~ServiceConnection() override;
     asio::awaitable<net::HandlerResult> onFrame(net::Frame frame) override;
 
   private:

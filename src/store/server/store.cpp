@@ -6,8 +6,10 @@
 #include "net/tls.h"
 #include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
+#include "store/commands/profiler.h"
 #include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
+#include "store/exec/interrupt.h"
 #include "store/repl/oplog.h"
 #include "store/server/service.h"
 #include "store/storage/catalog.h"
@@ -211,14 +213,25 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
         }
     }
     OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
+    ActiveOperation* active = client.internal ? nullptr : client.activeOp.get();
+    auto [kind, ns] = describeCommand(db, cmd);
+    if (active) {
+        std::optional<std::pair<std::string, std::string>> user;
+        if (client.user) user.emplace(client.user->user, client.user->db);
+        operations_.describe(*active, kind, ns, cmd, std::move(user));
+    }
+    // The store's own commands run inside the operation that asked for them.
+    std::optional<InterruptScope> interruptible;
+    if (active) interruptible.emplace(active->killedFlag());
     bson_t body = BSON_INITIALIZER;
+    const auto started = std::chrono::steady_clock::now();
     try {
         gossipClusterTime(cmd);
         runWithSession(op, *spec, &body);
         bson_concat(reply, &body);
         bson_iter_t okIt;
         if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);
-    } catch (const rs::DuplicateKeyError& e) {
+    } catch (const ErrorWithInfo& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
         if (e.info()) bson_concat(reply, e.info()->get());
@@ -231,7 +244,25 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
         appendError(reply, Status(ErrorCode::InternalError, e.what()));
     }
     bson_destroy(&body);
+    if (active) operations_.detachCommand(*active, deferral && deferral->requested);
+    if (!client.internal && !(deferral && deferral->requested)) {
+        int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now() - started)
+                             .count();
+        recordUsage(name, ns, micros);
+        profileCommand(*this, client, db, cmd, reply, micros);
+    }
     if (isReplicaSet()) appendClusterTime(reply);
+}
+
+void Store::recordUsage(std::string_view name, const std::string& ns, int64_t micros) {
+    if (ns.find(".$cmd") != std::string::npos) return;  // no collection
+    // The collection is gone (its statistics went with it), or the first field is no collection.
+    if (name == "drop" || name == "renameCollection") return;
+    Top::Kind k;
+    Top::Access a;
+    Top::classify(name, &k, &a);
+    top_.record(ns, k, a, micros);
 }
 
 bool ClientState::fromLocalhost() const {

@@ -17,6 +17,9 @@
 #include "common/status.h"
 #include "net/listener.h"
 #include "store/authz/authorization.h"
+#include "store/exec/operation_registry.h"
+#include "store/exec/profile_settings.h"
+#include "store/exec/top.h"
 #include "store/repl/logical_clock.h"
 #include "store/server/options.h"
 #include "wire/message.h"
@@ -61,6 +64,9 @@ struct ClientState {
     std::optional<AuthenticatedUser> user;  // set by a finished SASL conversation
     std::optional<SaslConversation> sasl;
     bool internal = false;  // the store's own work: never subject to authorization
+    /// The request this connection is running (set by the connection while it
+    /// handles one; what currentOp shows and killOp interrupts).
+    std::shared_ptr<ActiveOperation> activeOp;
     /// A connection from a loopback address (the localhost exception).
     bool fromLocalhost() const;
 };
@@ -89,6 +95,12 @@ class Store {
     Catalog& catalog() { return *catalog_; }
     CursorManager& cursors() { return *cursors_; }
     Counters& counters() { return counters_; }
+    /// In-flight operations (currentOp, killOp).
+    OperationRegistry& operations() { return operations_; }
+    /// Per-collection usage and latency statistics (top, $collStats latencyStats).
+    Top& top() { return top_; }
+    /// The database profiler's levels, slowms and sampleRate.
+    ProfileSettings& profiling() { return profiling_; }
     std::chrono::steady_clock::time_point startTime() const { return started_; }
     size_t openConnections() const;
     uint64_t totalConnections() const;
@@ -122,6 +134,8 @@ class Store {
     void appendClusterTime(bson_t* reply);
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
+    /// Counts a finished command in the usage statistics of the collection it names.
+    void recordUsage(std::string_view name, const std::string& ns, int64_t micros);
     /// With --auth: whether `client` may run command `name`; the error to send otherwise.
     Status authorize(ClientState& client, std::string_view db, std::string_view name,
                      const bson_t* cmd);
@@ -134,12 +148,16 @@ class Store {
     std::unique_ptr<Oplog> oplog_;
     std::unique_ptr<SessionCatalog> sessions_;
     bson_oid_t processId_;
+    // Before io_: connections (destroyed with io_) deregister from it.
+    OperationRegistry operations_;
     asio::io_context io_;
     std::unique_ptr<net::Listener> listener_;
     std::vector<std::thread> threads_;
     std::unique_ptr<asio::steady_timer> reaperTimer_;
     std::unique_ptr<asio::steady_timer> ttlTimer_;
     Counters counters_;
+    Top top_;
+    ProfileSettings profiling_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> stopping_{false};
     std::atomic<uint64_t> userGeneration_{1};

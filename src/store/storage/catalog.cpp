@@ -8,6 +8,7 @@
 
 #include "bson/compare.h"
 #include "common/log.h"
+#include "store/query/document_validator.h"
 #include "store/query/matcher.h"
 #include "store/storage/record_store.h"
 
@@ -25,6 +26,24 @@ WT_ITEM item(const void* data, size_t size) {
 }
 }  // namespace
 
+namespace {
+/// Parses the validation settings kept in `e.options` (create and collMod
+/// checked them before storing them).
+void attachValidation(CollectionEntry& e) {
+    auto sw = query::CollectionValidation::fromOptions(e.options.get(), "create");
+    if (!sw.isOK()) {
+        log::warning("storage", 7390100, "Collection validator cannot be parsed; not enforced",
+                     fmt::format(R"({{"namespace":{},"error":{}}})", log::quote(e.ns),
+                                 log::quote(sw.getStatus().reason())));
+        e.validation.reset();
+        return;
+    }
+    e.validation = sw.getValue().validator
+                       ? std::make_shared<const query::CollectionValidation>(sw.getValue())
+                       : nullptr;
+}
+}  // namespace
+
 /// A copy of `e` (same tables and indexes) to modify and swap in under the DDL lock.
 std::shared_ptr<CollectionEntry> cloneEntry(const CollectionEntry& e) {
     auto next = std::make_shared<CollectionEntry>();
@@ -33,11 +52,13 @@ std::shared_ptr<CollectionEntry> cloneEntry(const CollectionEntry& e) {
     next->name = e.name;
     std::memcpy(next->uuid, e.uuid, 16);
     next->options = e.options.copy();
+    next->validation = e.validation;
     next->uri = e.uri;
     next->indexes = e.indexes;
     next->nextRecordId = e.nextRecordId.load();
     next->numRecords = e.numRecords.load();
     next->dataSize = e.dataSize.load();
+    next->collectionScans = e.collectionScans.load();
     return next;
 }
 
@@ -239,6 +260,7 @@ Status Catalog::load() {
             }
             bson_t sub;
             if (bson::subDocument(d.get(), "options", &sub)) e->options = bson::Doc::copyOf(&sub);
+            attachValidation(*e);
             if (bson::find(d.get(), "uri", &it)) e->uri = bson_iter_utf8(&it, nullptr);
             referenced.insert(e->uri);
             if (bson::find(d.get(), "indexes", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -395,6 +417,7 @@ StatusWith<std::shared_ptr<const CollectionEntry>> Catalog::createCollection(con
     e->uuid[6] = (e->uuid[6] & 0x0f) | 0x40;
     e->uuid[8] = (e->uuid[8] & 0x3f) | 0x80;
     e->options = options ? bson::Doc::copyOf(options) : bson::Doc();
+    attachValidation(*e);
     e->uri = newIdent("collection");
     auto id = std::make_shared<IndexEntry>();
     auto idSpec = bson::Doc::fromJsonOrDie(R"({"key": {"_id": 1}, "name": "_id_"})");
@@ -591,6 +614,7 @@ Status Catalog::setOptions(const std::string& ns, const bson_t* options) {
     auto coll = it->second;
     auto next = cloneEntry(*coll);
     next->options = bson::Doc::copyOf(options);
+    attachValidation(*next);
     Status st = commitEntry(next);
     if (!st.isOK()) return st;
     return Status::OK();

@@ -23,7 +23,8 @@
 
 namespace halo::query {
 class Matcher;
-}
+struct CollectionValidation;
+}  // namespace halo::query
 
 namespace halo::store {
 
@@ -46,11 +47,16 @@ struct CollectionEntry {
     std::string name;
     uint8_t uuid[16] = {};
     bson::Doc options;  // create options (capped, validator, ...)
-    std::string uri;    // record store table
+    /// The parsed validator and its level/action (from `options`); null when
+    /// the collection has no validator.
+    std::shared_ptr<const query::CollectionValidation> validation;
+    std::string uri;  // record store table
     std::vector<std::shared_ptr<IndexEntry>> indexes;
     mutable std::atomic<int64_t> nextRecordId{1};
     mutable std::atomic<int64_t> numRecords{0};
     mutable std::atomic<int64_t> dataSize{0};
+    /// Plans that scanned the whole collection ($collStats queryExecStats).
+    mutable std::atomic<int64_t> collectionScans{0};
 
     const IndexEntry* findIndex(std::string_view name) const;
     const IndexEntry* idIndex() const;

@@ -116,11 +116,9 @@ Status Engine::dropTable(Session& s, const std::string& uri) {
     return wtStatus(ret, "drop " + uri);
 }
 
-int64_t Engine::connStat(int key) {
-    auto s = newSession();
-    WT_CURSOR* c = nullptr;
-    if (s->get()->open_cursor(s->get(), "statistics:", nullptr, nullptr, &c) != 0) return 0;
-    Cursor cur(c);
+namespace {
+/// One statistic from a statistics cursor; 0 when it cannot be read.
+int64_t readStat(WT_CURSOR* c, int key) {
     c->set_key(c, key);
     if (c->search(c) != 0) return 0;
     const char* desc;
@@ -128,6 +126,49 @@ int64_t Engine::connStat(int key) {
     int64_t value = 0;
     if (c->get_value(c, &desc, &pvalue, &value) != 0) return 0;
     return value;
+}
+}  // namespace
+
+int64_t Engine::connStat(int key) {
+    auto s = newSession();
+    WT_CURSOR* c = nullptr;
+    if (s->get()->open_cursor(s->get(), "statistics:", nullptr, nullptr, &c) != 0) return 0;
+    Cursor cur(c);
+    return readStat(c, key);
+}
+
+Engine::TableSizes Engine::tableSizes(const std::string& uri) {
+    TableSizes out;
+    auto s = newSession();
+    WT_CURSOR* c = nullptr;
+    std::string statsUri = "statistics:" + uri;
+    if (s->get()->open_cursor(s->get(), statsUri.c_str(), nullptr, "statistics=(fast)", &c) != 0)
+        return out;
+    Cursor cur(c);
+    out.fileBytes = readStat(c, WT_STAT_DSRC_BLOCK_SIZE);
+    out.reusableBytes = readStat(c, WT_STAT_DSRC_BLOCK_REUSE_BYTES);
+    return out;
+}
+
+std::string Engine::creationString(const std::string& uri) {
+    auto s = newSession();
+    WT_CURSOR* c = nullptr;
+    if (s->get()->open_cursor(s->get(), "metadata:", nullptr, nullptr, &c) != 0) return {};
+    Cursor cur(c);
+    // A simple table's data lives in one file, whose entry has the full configuration.
+    std::string key = uri;
+    if (key.rfind("table:", 0) == 0) key = "file:" + key.substr(6) + ".wt";
+    const char* value = nullptr;
+    for (const std::string& k : {key, uri}) {
+        c->set_key(c, k.c_str());
+        if (c->search(c) == 0 && c->get_value(c, &value) == 0 && value) return value;
+    }
+    return {};
+}
+
+Status Engine::compact(const std::string& uri) {
+    auto s = newSession();
+    return wtStatus(s->get()->compact(s->get(), uri.c_str(), nullptr), "compact " + uri);
 }
 
 void Engine::checkpoint() {

@@ -122,6 +122,18 @@ class Engine {
     Status dropTable(Session& s, const std::string& uri);
     /// WiredTiger statistic by key (e.g. WT_STAT_CONN_CACHE_BYTES_INUSE).
     int64_t connStat(int key);
+    /// A table's block-manager statistics: its file size and the bytes in it
+    /// free for reuse (zeros when the statistics cannot be read, e.g. while the
+    /// table is being dropped).
+    struct TableSizes {
+        int64_t fileBytes = 0;
+        int64_t reusableBytes = 0;
+    };
+    TableSizes tableSizes(const std::string& uri);
+    /// The configuration string the table was created with (WiredTiger metadata).
+    std::string creationString(const std::string& uri);
+    /// Rewrites the table so free space returns to the filesystem (WT compact).
+    Status compact(const std::string& uri);
     void checkpoint();
 
   private:

@@ -7,6 +7,7 @@
 
 #include "bson/doc.h"
 #include "store/storage/catalog.h"
+#include "store/storage/error_with_info.h"
 
 namespace halo::store::rs {
 
@@ -32,16 +33,11 @@ void removeIndexKeys(Session& s, const CollectionEntry& c, const IndexEntry& idx
 /// The keys `doc` has in `idx` (empty when a sparse/partial index skips it).
 std::vector<std::string> indexKeys(const IndexEntry& idx, const bson_t* doc, bool* multikey);
 
-/// DuplicateKey (11000) with the keyPattern/keyValue fields mongod adds to the error.
-class DuplicateKeyError : public DBException {
+/// DuplicateKey (11000) with the keyPattern/keyValue fields mongod adds to the
+/// error: info() is {keyPattern: {...}, keyValue: {...}}.
+class DuplicateKeyError : public ErrorWithInfo {
   public:
-    DuplicateKeyError(Status s, std::shared_ptr<const bson::Doc> info)
-        : DBException(std::move(s)), info_(std::move(info)) {}
-    /// {keyPattern: {...}, keyValue: {...}}
-    const std::shared_ptr<const bson::Doc>& info() const { return info_; }
-
-  private:
-    std::shared_ptr<const bson::Doc> info_;
+    using ErrorWithInfo::ErrorWithInfo;
 };
 
 /// mongod's duplicate key error for `doc` in `idx`.
