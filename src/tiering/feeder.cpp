@@ -416,72 +416,32 @@ class Feeder {
         }
 
         step_ = "write archive";
+        std::vector<const bson_t*> images;
+        for (auto* d : upserts) images.push_back(d->get());
         std::vector<std::pair<size_t, Status>> refusedNow;  // index into upserts
-        size_t i = 0;
-        while (i < upserts.size()) {
-            if (!ctx_.leading(gen_)) co_return lostLease();
-            bson::Doc c;
-            BSON_APPEND_UTF8(c.mut(), "update", coll.c_str());
-            bson_t arr;
-            BSON_APPEND_ARRAY_BEGIN(c.mut(), "updates", &arr);
-            ArrayKey k;
-            size_t bytes = 0, n = 0;
-            const size_t first = i;
-            for (; i < upserts.size(); ++i, ++n) {
-                const bson_t* d = upserts[i]->get();
-                if (n > 0 && bytes + d->len > kArchiveCommandBytes) break;
-                bytes += d->len;
-                bson_t stmt, q;
-                bson_append_document_begin(&arr, k(n), -1, &stmt);
-                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
-                bson_iter_t idIt;
-                if (bson_iter_init_find(&idIt, d, "_id")) bson_append_iter(&q, "_id", 3, &idIt);
-                bson_append_document_end(&stmt, &q);
-                appendArchiveImage(&stmt, d);
-                BSON_APPEND_BOOL(&stmt, "upsert", true);
-                bson_append_document_end(&arr, &stmt);
+        Status wst = co_await writeImages(db, coll, images, false, &refusedNow);
+        if (!wst.isOK()) co_return wst;
+        // A validator refusal: the fast tier already validated the document
+        // (or a promotion copied an archived one that predates the validator),
+        // so the archive takes the copy as it is (bypassDocumentValidation).
+        std::vector<const bson_t*> again;
+        std::vector<size_t> againIdx;
+        std::vector<std::pair<size_t, Status>> kept;
+        for (auto& r : refusedNow) {
+            if (r.second.code() == ErrorCode::DocumentValidationFailure) {
+                again.push_back(images[r.first]);
+                againIdx.push_back(r.first);
+            } else {
+                kept.push_back(std::move(r));
             }
-            bson_append_array_end(c.mut(), &arr);
-            BSON_APPEND_BOOL(c.mut(), "ordered", false);
-            appendMajority(c.mut());
-            BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
-            auto r = co_await t.archive.run(c.get());
-            if (!r.isOK()) co_return r.getStatus();
-            // A failed command or write concern: the whole batch again. A
-            // statement the archive refuses: that document only; the rest applied.
-            const bson_t* reply = r.getValue().get();
-            bson_t werrs;
-            bool haveErrors = bson::subDocument(reply, "writeErrors", &werrs);
-            bson_t wce;
-            if (bson::subDocument(reply, "writeConcernError", &wce) || !haveErrors) {
-                Status st = replyStatus(reply);
-                if (!st.isOK()) co_return st;
-            }
-            size_t refusedHere = 0;
-            if (haveErrors) {
-                bson_iter_t e;
-                bson_iter_init(&e, &werrs);
-                while (bson_iter_next(&e)) {
-                    if (!BSON_ITER_HOLDS_DOCUMENT(&e)) continue;
-                    uint32_t len;
-                    const uint8_t* data;
-                    bson_iter_document(&e, &len, &data);
-                    bson::View w(data, len);
-                    int64_t index = intField(w.get(), "index", -1);
-                    int code = static_cast<int>(intField(w.get(), "code", 8));
-                    std::string msg;
-                    bson_iter_t m;
-                    if (bson_iter_init_find(&m, w.get(), "errmsg") && BSON_ITER_HOLDS_UTF8(&m))
-                        msg = bson_iter_utf8(&m, nullptr);
-                    if (index < 0 || static_cast<size_t>(index) >= n || !isRefusal(code))
-                        co_return Status(static_cast<ErrorCode>(code), msg);
-                    refusedNow.emplace_back(first + static_cast<size_t>(index),
-                                            Status(static_cast<ErrorCode>(code), msg));
-                    ++refusedHere;
-                }
-            }
-            ctx_.state.feederApplies += static_cast<int64_t>(n - refusedHere);
         }
+        if (!again.empty()) {
+            std::vector<std::pair<size_t, Status>> still;
+            wst = co_await writeImages(db, coll, again, true, &still);
+            if (!wst.isOK()) co_return wst;
+            for (auto& r : still) kept.emplace_back(againIdx[r.first], std::move(r.second));
+        }
+        refusedNow = std::move(kept);
         step_ = "record refusals";
         std::set<std::string> refusedKeys;
         for (auto& [idx, why] : refusedNow) {
@@ -626,6 +586,82 @@ class Feeder {
         }
         if (known.empty()) refused_.erase(ns);
         publishRefused();
+        co_return Status::OK();
+    }
+
+    /// Writes each document of `images` over its archive copy (upsert by _id),
+    /// in commands of at most kArchiveCommandBytes. A command that fails, or a
+    /// statement that fails for a reason that is not the document's (failover,
+    /// timeout, conflict), fails the whole call: the batch is retried. Statements
+    /// the archive refuses are appended to `refused` (index into `images`).
+    asio::awaitable<Status> writeImages(const std::string& db, const std::string& coll,
+                                        const std::vector<const bson_t*>& images, bool bypass,
+                                        std::vector<std::pair<size_t, Status>>* refused) {
+        Tiers& t = ctx_.tiers;
+        size_t i = 0;
+        while (i < images.size()) {
+            if (!ctx_.leading(gen_)) co_return lostLease();
+            bson::Doc c;
+            BSON_APPEND_UTF8(c.mut(), "update", coll.c_str());
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(c.mut(), "updates", &arr);
+            ArrayKey k;
+            size_t bytes = 0, n = 0;
+            const size_t first = i;
+            for (; i < images.size(); ++i, ++n) {
+                const bson_t* d = images[i];
+                if (n > 0 && bytes + d->len > kArchiveCommandBytes) break;
+                bytes += d->len;
+                bson_t stmt, q;
+                bson_append_document_begin(&arr, k(n), -1, &stmt);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+                bson_iter_t idIt;
+                if (bson_iter_init_find(&idIt, d, "_id")) bson_append_iter(&q, "_id", 3, &idIt);
+                bson_append_document_end(&stmt, &q);
+                appendArchiveImage(&stmt, d);
+                BSON_APPEND_BOOL(&stmt, "upsert", true);
+                bson_append_document_end(&arr, &stmt);
+            }
+            bson_append_array_end(c.mut(), &arr);
+            BSON_APPEND_BOOL(c.mut(), "ordered", false);
+            if (bypass) BSON_APPEND_BOOL(c.mut(), "bypassDocumentValidation", true);
+            appendMajority(c.mut());
+            BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+            auto r = co_await t.archive.run(c.get());
+            if (!r.isOK()) co_return r.getStatus();
+            const bson_t* reply = r.getValue().get();
+            bson_t werrs;
+            bool haveErrors = bson::subDocument(reply, "writeErrors", &werrs);
+            bson_t wce;
+            if (bson::subDocument(reply, "writeConcernError", &wce) || !haveErrors) {
+                Status st = replyStatus(reply);
+                if (!st.isOK()) co_return st;
+            }
+            size_t refusedHere = 0;
+            if (haveErrors) {
+                bson_iter_t e;
+                bson_iter_init(&e, &werrs);
+                while (bson_iter_next(&e)) {
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&e)) continue;
+                    uint32_t len;
+                    const uint8_t* data;
+                    bson_iter_document(&e, &len, &data);
+                    bson::View w(data, len);
+                    int64_t index = intField(w.get(), "index", -1);
+                    int code = static_cast<int>(intField(w.get(), "code", 8));
+                    std::string msg;
+                    bson_iter_t m;
+                    if (bson_iter_init_find(&m, w.get(), "errmsg") && BSON_ITER_HOLDS_UTF8(&m))
+                        msg = bson_iter_utf8(&m, nullptr);
+                    if (index < 0 || static_cast<size_t>(index) >= n || !isRefusal(code))
+                        co_return Status(static_cast<ErrorCode>(code), msg);
+                    refused->emplace_back(first + static_cast<size_t>(index),
+                                          Status(static_cast<ErrorCode>(code), msg));
+                    ++refusedHere;
+                }
+            }
+            ctx_.state.feederApplies += static_cast<int64_t>(n - refusedHere);
+        }
         co_return Status::OK();
     }
 

@@ -203,7 +203,7 @@ namespace {
 
 /// One promotion transaction over `docs` (CONSISTENCY.md, Promotion).
 asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoch,
-                                   const std::vector<const bson::Doc*>& docs) {
+                                   const std::vector<const bson::Doc*>& docs, bool bypass) {
     auto [db, coll] = splitNs(ns);
     auto lease = t.fastSessions.take();
     Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
@@ -251,6 +251,7 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
             bson_append_document(&arr, key(i), -1, docs[i]->get());
         }
         bson_append_array_end(ins.mut(), &arr);
+        if (bypass) BSON_APPEND_BOOL(ins.mut(), "bypassDocumentValidation", true);
         BSON_APPEND_UTF8(ins.mut(), "$db", db.c_str());
         auto ir = co_await txn.run(ins.get());
         if (!ir.isOK()) {
@@ -280,6 +281,19 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
     co_return st;
 }
 
+/// A promotion copies documents the archive already holds: a validator
+/// copied from the archive must not refuse one that predates it (or that the
+/// archive's validationLevel let through), so a copy the fast tier refuses
+/// (121) is made again with bypassDocumentValidation. Only then: the proxy's
+/// tier user needs that privilege only where a validator refuses a copy.
+asio::awaitable<Status> promoteCopy(Tiers& t, const std::string& ns, int64_t epoch,
+                                    const std::vector<const bson::Doc*>& docs) {
+    Status st = co_await promoteTxn(t, ns, epoch, docs, false);
+    if (st.code() == ErrorCode::DocumentValidationFailure)
+        st = co_await promoteTxn(t, ns, epoch, docs, true);
+    co_return st;
+}
+
 }  // namespace
 
 asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns, int64_t epoch,
@@ -287,14 +301,14 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
     if (docs.empty()) co_return int64_t{0};
     std::vector<const bson::Doc*> all;
     for (auto& d : docs) all.push_back(&d);
-    Status st = co_await promoteTxn(t, ns, epoch, all);
+    Status st = co_await promoteCopy(t, ns, epoch, all);
     if (st.isOK()) co_return static_cast<int64_t>(docs.size());
     if (st.code() != ErrorCode::DuplicateKey) co_return st;
     // Some are in the fast tier already or tombstoned: one transaction each.
     int64_t n = 0;
     for (auto* d : all) {
         std::vector<const bson::Doc*> single(1, d);
-        Status one = co_await promoteTxn(t, ns, epoch, single);
+        Status one = co_await promoteCopy(t, ns, epoch, single);
         if (one.isOK())
             ++n;
         else if (one.code() != ErrorCode::DuplicateKey)

@@ -318,6 +318,10 @@ class ClientConnection : public net::FrameHandler {
     /// stale and the evictor ignores it, kStalePinMillis).
     void release(std::vector<Pinned>& pins);
     asio::awaitable<Status> awaitFeeder(const std::string& ns, OpTime after);
+    /// $collStats on a tiered collection: the archive's figures, plus the fast
+    /// tier's count and sizes in a `halocline` section of each result.
+    asio::awaitable<bson::Doc> collStats(const CollectionPolicy& p, const wire::OpMsg& msg,
+                                         const bson_t* cmd);
     /// OK unless the read could include a document the archive refused
     /// (CONSISTENCY.md, Refused documents): then an error naming it.
     asio::awaitable<Status> checkRefused(const CollectionPolicy& p, std::string_view name,
@@ -603,6 +607,7 @@ asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpT
     if (p_.config().causalReads) {
         // Every write acknowledged before this read, through this proxy or any
         // other, is at or before the fast tier's time now.
+        slot_.sentTo(p_.fast().name().c_str());
         auto r = co_await p_.fast().runOk(pingCommand());
         if (!r.isOK()) co_return r.getStatus();
         bson_iter_t it;
@@ -905,6 +910,8 @@ asio::awaitable<bson::Doc> ClientConnection::killCursors(const bson_t* cmd) {
 asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& p,
                                                         std::string_view name,
                                                         const wire::OpMsg& msg, const bson_t* cmd) {
+    if (name == "aggregate" && firstStageIs(cmd, "$collStats"))
+        co_return co_await collStats(p, msg, cmd);
     Decision d = p_.router().routeRead(p, name, cmd);
     auto* prog = p_.state().progress(p.ns);
     if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
@@ -1013,6 +1020,95 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     if (!clear.isOK()) co_return errorDoc(clear);
     bson::Doc body = forwardBody(cmd, true);
     co_return co_await forward(p_.archive(), msg, body.get(), p.ns, false);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::collStats(const CollectionPolicy& p,
+                                                       const wire::OpMsg& msg, const bson_t* cmd) {
+    // The archive holds the whole collection: its figures are the collection's.
+    // The fast tier's share goes beside them, in a halocline section.
+    bson::Doc abody = forwardBody(cmd, true);
+    auto a = co_await send(p_.archive(), msg, abody.get());
+    if (!a.isOK()) co_return errorDoc(a.getStatus());
+    const bson_t* reply = a.getValue().get();
+    if (!replyStatus(reply).isOK()) co_return rewriteReply(p_.archive(), reply, p.ns, false);
+    auto [db, coll] = splitNs(p.ns);
+    bson::Doc fc;
+    BSON_APPEND_UTF8(fc.mut(), "aggregate", coll.c_str());
+    bson_t pipeline, stage, spec, sub;
+    BSON_APPEND_ARRAY_BEGIN(fc.mut(), "pipeline", &pipeline);
+    BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
+    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$collStats", &spec);
+    BSON_APPEND_DOCUMENT_BEGIN(&spec, "storageStats", &sub);
+    bson_append_document_end(&spec, &sub);
+    bson_append_document_end(&stage, &spec);
+    bson_append_document_end(&pipeline, &stage);
+    bson_append_array_end(fc.mut(), &pipeline);
+    BSON_APPEND_DOCUMENT_BEGIN(fc.mut(), "cursor", &sub);
+    bson_append_document_end(fc.mut(), &sub);
+    BSON_APPEND_UTF8(fc.mut(), "$db", db.c_str());
+    auto f = co_await p_.fast().collect(fc.get());
+    if (!f.isOK()) co_return errorDoc(f.getStatus());
+    bson::Doc section;
+    {
+        bson_t st;
+        int64_t count = 0, size = 0, storage = 0;
+        for (auto& d : f.getValue())
+            if (bson::subDocument(d.get(), "storageStats", &st)) {
+                bson_iter_t it;
+                if (bson_iter_init_find(&it, &st, "count")) count += bson_iter_as_int64(&it);
+                if (bson_iter_init_find(&it, &st, "size")) size += bson_iter_as_int64(&it);
+                if (bson_iter_init_find(&it, &st, "storageSize"))
+                    storage += bson_iter_as_int64(&it);
+            }
+        bson_t fast;
+        BSON_APPEND_DOCUMENT_BEGIN(section.mut(), "fast", &fast);
+        BSON_APPEND_INT64(&fast, "count", count);
+        BSON_APPEND_INT64(&fast, "size", size);
+        BSON_APPEND_INT64(&fast, "storageSize", storage);
+        bson_append_document_end(section.mut(), &fast);
+        BSON_APPEND_UTF8(section.mut(), "ageField", p.ageField.c_str());
+        BSON_APPEND_INT64(section.mut(), "horizonMillis", p.horizon.count());
+    }
+    // Each result document of the archive's first batch gains the section.
+    bson::Doc withSection;
+    bson_iter_t it;
+    bson_iter_init(&it, reply);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_append_iter(withSection.mut(), nullptr, 0, &it);
+            continue;
+        }
+        bson_iter_t c;
+        bson_iter_recurse(&it, &c);
+        bson_t cursor;
+        BSON_APPEND_DOCUMENT_BEGIN(withSection.mut(), "cursor", &cursor);
+        while (bson_iter_next(&c)) {
+            if (std::string_view(bson_iter_key(&c)) != "firstBatch" || !BSON_ITER_HOLDS_ARRAY(&c)) {
+                bson_append_iter(&cursor, nullptr, 0, &c);
+                continue;
+            }
+            bson_iter_t b;
+            bson_iter_recurse(&c, &b);
+            bson_t arr;
+            BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+            while (bson_iter_next(&b)) {
+                if (!BSON_ITER_HOLDS_DOCUMENT(&b)) continue;
+                uint32_t len;
+                const uint8_t* data;
+                bson_iter_document(&b, &len, &data);
+                bson::View doc(data, len);
+                bson_t out;
+                bson_append_document_begin(&arr, bson_iter_key(&b), -1, &out);
+                bson_concat(&out, doc.get());
+                BSON_APPEND_DOCUMENT(&out, "halocline", section.get());
+                bson_append_document_end(&arr, &out);
+            }
+            bson_append_array_end(&cursor, &arr);
+        }
+        bson_append_document_end(withSection.mut(), &cursor);
+    }
+    co_return rewriteReply(p_.archive(), withSection.get(), p.ns, false);
 }
 
 asio::awaitable<Status> ClientConnection::checkRefused(const CollectionPolicy& p,

@@ -56,6 +56,8 @@ class Proxy {
 
     ProxyConfig cfg_;
     int threadCount_;
+    // Before io_: client connections (whose slots it holds) may live as long as io_.
+    Operations operations_;
     asio::io_context io_;
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
     std::vector<std::thread> threads_;
@@ -66,7 +68,6 @@ class Proxy {
     SharedState state_;
     Router router_;
     CursorMap cursors_;
-    Operations operations_;
     std::unique_ptr<net::Listener> listener_;
     std::unique_ptr<Workers> workers_;
     std::mutex mu_;

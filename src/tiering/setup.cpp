@@ -53,9 +53,9 @@ bool leadsWith(const bson_t* spec, const std::string& field) {
     return bson_iter_init(&it, &key) && bson_iter_next(&it) && field == bson_iter_key(&it);
 }
 
-/// The archive collection's collation (the fast tier must compare strings alike).
-asio::awaitable<StatusWith<bson::Doc>> archiveCollation(Tier& archive, const std::string& db,
-                                                        const std::string& coll) {
+/// A collection's options (listCollections), empty when it does not exist.
+asio::awaitable<StatusWith<bson::Doc>> collectionOptions(Tier& tier, const std::string& db,
+                                                         const std::string& coll) {
     bson::Doc c;
     BSON_APPEND_INT32(c.mut(), "listCollections", 1);
     bson_t f;
@@ -63,25 +63,63 @@ asio::awaitable<StatusWith<bson::Doc>> archiveCollation(Tier& archive, const std
     BSON_APPEND_UTF8(&f, "name", coll.c_str());
     bson_append_document_end(c.mut(), &f);
     BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
-    auto r = co_await archive.collect(c.get());
+    auto r = co_await tier.collect(c.get());
     if (!r.isOK()) co_return r.getStatus();
     bson::Doc out;
     for (auto& d : r.getValue()) {
-        bson_t opts, coll;
-        if (bson::subDocument(d.get(), "options", &opts) &&
-            bson::subDocument(&opts, "collation", &coll))
-            out = bson::Doc::copyOf(&coll);
+        bson_t opts;
+        if (bson::subDocument(d.get(), "options", &opts)) out = bson::Doc::copyOf(&opts);
     }
     co_return out;
 }
 
+/// The validation options of a collection's options, as collMod takes them:
+/// {validator, validationLevel, validationAction}, with mongod's defaults
+/// ({}, strict, error) for what is absent.
+bson::Doc validationOf(const bson_t* options) {
+    bson::Doc v;
+    bson_t validator;
+    if (bson::subDocument(options, "validator", &validator))
+        BSON_APPEND_DOCUMENT(v.mut(), "validator", &validator);
+    else {
+        bson_t empty;
+        BSON_APPEND_DOCUMENT_BEGIN(v.mut(), "validator", &empty);
+        bson_append_document_end(v.mut(), &empty);
+    }
+    for (auto [key, dflt] :
+         {std::pair{"validationLevel", "strict"}, std::pair{"validationAction", "error"}}) {
+        bson_iter_t it;
+        const char* value = dflt;
+        if (bson_iter_init_find(&it, options, key) && BSON_ITER_HOLDS_UTF8(&it))
+            value = bson_iter_utf8(&it, nullptr);
+        BSON_APPEND_UTF8(v.mut(), key, value);
+    }
+    return v;
+}
+
 asio::awaitable<Status> setupCollection(const CollectionPolicy& p, Tiers& t) {
     auto [db, coll] = splitNs(p.ns);
-    auto collation = co_await archiveCollation(t.archive, db, coll);
-    if (!collation.isOK()) co_return collation.getStatus();
-    const bson::Doc& co = collation.getValue();
-    Status st = co_await createCollection(t.fast, db, coll, co.empty() ? nullptr : co.get());
+    auto archiveOpts = co_await collectionOptions(t.archive, db, coll);
+    if (!archiveOpts.isOK()) co_return archiveOpts.getStatus();
+    bson_t collation;
+    bool haveCollation = bson::subDocument(archiveOpts.getValue().get(), "collation", &collation);
+    Status st = co_await createCollection(t.fast, db, coll, haveCollation ? &collation : nullptr);
     if (!st.isOK()) co_return st;
+    // The archive's validation, so writes through the proxy are checked as the
+    // application expects (copies bypass it: see Promotion and the feeder).
+    auto fastOpts = co_await collectionOptions(t.fast, db, coll);
+    if (!fastOpts.isOK()) co_return fastOpts.getStatus();
+    bson::Doc want = validationOf(archiveOpts.getValue().get());
+    bson::Doc have = validationOf(fastOpts.getValue().get());
+    if (!bson_equal(want.get(), have.get())) {
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "collMod", coll.c_str());
+        bson_concat(c.mut(), want.get());
+        appendMajority(c.mut());
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        auto r = co_await t.fast.runOk(c.get());
+        if (!r.isOK()) co_return r.getStatus();
+    }
 
     auto archived = co_await listIndexes(t.archive, db, coll);
     if (!archived.isOK()) co_return archived.getStatus();

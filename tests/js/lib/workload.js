@@ -201,6 +201,7 @@ class WorkloadState {
       [10, () => ({ $unset: { tag: '' } })],
       [10, () => ({ $set: { 'm.x': rng.int(0, 9) }, $inc: { n: 1 } })],
       [10, () => ({ $set: { cat: rng.int(0, CATS - 1) }, $inc: { v: -1 } })],
+      [3, () => ({ $set: { v: 'not a number' } })],
     ])();
   }
 

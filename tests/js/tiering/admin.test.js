@@ -1,12 +1,15 @@
 'use strict';
-// DDL, explain and policy checks through the proxy (issue 13, items 8, 9 and 11): an
-// application index on the age field, explain naming the tier and the proof, and a policy
-// that cannot work on the archive's data named at start, in haloclineStatus and in routing
-// reasons.
+// DDL, explain, validation, admin helpers and policy checks through the proxy (issue 13,
+// items 7-11): an application index on the age field, explain naming the tier and the
+// proof, the archive's validator enforced (copies never refused), mongosh's admin helpers
+// and currentOp/killOp over the proxy's own operations, and a policy that cannot work on
+// the archive's data named at start, in haloclineStatus and in routing reasons.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { startTiered, waitUntil, show } = require('../lib/tiered');
+const { expectServerError } = require('../lib/fixture');
+const { mongoshJson } = require('../lib/mongosh');
 
 const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/;
 let t;
@@ -114,5 +117,114 @@ test('a policy that does not fit the archive\'s data is named at start, in haloc
     assert.match(log, /"A tiered collection's policy does not fit its data".*app\.users/);
   } finally {
     await t2.cleanup();
+  }
+});
+
+test('the archive\'s validator is enforced through the proxy; copies are never refused', async () => {
+  const t2 = await startTiered({ collections: ['shop.checked'], horizon: '1h', startProxy: false });
+  try {
+    const archiveDb = (await t2.tierClient('archive')).db('shop');
+    const validator = { $jsonSchema: { required: ['amount'], properties: { amount: { bsonType: 'number', minimum: 0 } } } };
+    await archiveDb.createCollection('checked', { validator });
+    // A recent document that predates the validator: the warmer must still copy it up.
+    await archiveDb.collection('checked').insertOne({ _id: 'legacy', date: new Date(), amount: -5 }, { bypassDocumentValidation: true });
+    await t2.startProxy();
+    await t2.waitHealthy();
+    await t2.waitWarmDone('shop.checked');
+    assert.equal((await t2.tierDocs('fast', 'shop.checked', { _id: 'legacy' })).length, 1);
+
+    const client = await t2.client();
+    const coll = client.db('shop').collection('checked');
+    const err = await expectServerError(coll.insertOne({ _id: 'bad', date: new Date(), amount: -1 }), 121);
+    assert.equal(err.errInfo.failingDocumentId, 'bad', show(err.errInfo));
+    assert.equal(err.errInfo.details.operatorName, '$jsonSchema');
+    await coll.insertOne({ _id: 'good', date: new Date(), amount: 1 });
+    await expectServerError(coll.updateOne({ _id: 'good' }, { $set: { amount: -2 } }), 121);
+    // The application sees the archive's options.
+    const [info] = await client.db('shop').listCollections({ name: 'checked' }).toArray();
+    assert.deepEqual(info.options.validator, validator);
+
+    // collMod through the proxy changes both tiers.
+    await client.db('shop').command({ collMod: 'checked', validationAction: 'warn' });
+    await coll.insertOne({ _id: 'warned', date: new Date(), amount: -3 });
+    // The archive becomes strict again on its own: the feeder's copy of a document the
+    // fast tier accepted is refused with 121, and made again bypassing validation.
+    await archiveDb.command({ collMod: 'checked', validationAction: 'error' });
+    await coll.insertOne({ _id: 'late', date: new Date(), amount: -4 });
+    const status = await t2.waitFeederCaughtUp();
+    assert.equal(status.coll('shop.checked').raw.refused, undefined, show(status.raw));
+    const archived = await archiveDb.collection('checked').find({ _id: { $in: ['warned', 'late'] } }).sort({ _id: 1 }).toArray();
+    assert.deepEqual(archived.map((d) => d.amount), [-4, -3]);
+  } finally {
+    await t2.cleanup();
+  }
+});
+
+test('mongosh\'s admin helpers through the proxy: stats, currentOp, killOp, validate, compact, top, connPoolStats, profiling', async () => {
+  const client = await t.client();
+  const orders = client.db('shop').collection('orders');
+  await orders.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: `h${i}`, date: new Date(), pad: 'x'.repeat(100) })));
+  await t.waitFeederCaughtUp();
+  const fastCount = (await t.tierDocs('fast', 'shop.orders')).length;
+  const archiveCount = (await t.tierDocs('archive', 'shop.orders')).length;
+  const out = await mongoshJson(
+    t.uri(),
+    `db = db.getSiblingDB('shop');
+     const s = db.orders.stats();
+     const cs = db.orders.aggregate([{$collStats: {storageStats: {}, count: {}}}]).toArray()[0];
+     const ops = db.currentOp();
+     const mine = ops.inprog.find((o) => o.command && o.command.aggregate === 1);
+     const kill = db.killOp(123456789);
+     const v = db.orders.validate();
+     const c = db.runCommand({compact: 'orders'});
+     const top = db.adminCommand({top: 1});
+     const pool = db.adminCommand({connPoolStats: 1});
+     const was = db.setProfilingLevel(1, {slowms: 50});
+     const prof = db.getProfilingStatus();
+     db.setProfilingLevel(0);
+     print(JSON.stringify({count: Number(s.count), dataSize: db.orders.dataSize(), totalSize: db.orders.totalSize(),
+       cs: Number(cs.count), fast: cs.halocline && Number(cs.halocline.fast.count),
+       mine: mine && {tier: mine.halocline.tier, active: mine.active, op: mine.op},
+       kill: kill.ok, valid: v.valid, compact: c.ok, top: top.ok && Object.keys(top.totals).length > 0,
+       pool: pool.ok && Object.keys(pool.hosts).length, was: was.ok, slowms: prof.slowms}));`,
+  );
+  assert.equal(out.count, archiveCount, show(out));
+  assert.equal(out.cs, archiveCount, show(out));
+  assert.equal(out.fast, fastCount, show(out));
+  assert.ok(out.dataSize > 0 && out.totalSize > 0, show(out));
+  assert.deepEqual(out.mine, { tier: 'proxy', active: true, op: 'command' }, show(out));
+  assert.equal(out.kill, 1);
+  assert.equal(out.valid, true);
+  assert.equal(out.compact, 1);
+  assert.equal(out.top, true);
+  assert.equal(out.pool, 2, show(out));
+  assert.equal(out.was, 1);
+  assert.equal(out.slowms, 50);
+});
+
+test('killOp through the proxy interrupts an operation waiting in the proxy, which currentOp shows with its tier', async () => {
+  // A proxy without workers: an archive read waits for a feeder that never runs.
+  const t3 = await startTiered({ collections: ['shop.orders'], horizon: '1h', workers: false, causalWaitTimeout: '60s' });
+  try {
+    const client = await t3.client();
+    const orders = client.db('shop').collection('orders');
+    await orders.insertOne({ _id: 'w', date: new Date() });
+    const pending = orders.countDocuments({ v: 1 }, { comment: 'waits' }).then(
+      () => null,
+      (e) => e,
+    );
+    const admin = await t3.client();
+    const op = await waitUntil('the waiting count in currentOp', async () => {
+      const ops = (await admin.db('admin').command({ currentOp: 1 })).inprog;
+      return ops.find((o) => o.command && o.command.comment === 'waits');
+    });
+    assert.equal(op.ns, 'shop.orders');
+    assert.equal(op.halocline.tier, 'fast', show(op)); // the ping for read-your-writes
+    assert.equal((await admin.db('admin').command({ killOp: 1, op: op.opid })).ok, 1);
+    const err = await pending;
+    assert.ok(err, 'the count was not interrupted');
+    assert.equal(err.code, 11601, show(err));
+  } finally {
+    await t3.cleanup();
   }
 });

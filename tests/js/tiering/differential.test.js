@@ -5,7 +5,7 @@
 // replaceOne, deletes, findOneAnd*) and reads (by _id, by date ranges below, across and
 // above the horizon, without date bounds, count, distinct, aggregate with a leading
 // $match; documents sometimes carry $-prefixed and dotted field names; an application
-// index on the age field) runs against the proxy (a tiered collection with a 3 s horizon, so the evictor
+// index on the age field; a validator) runs against the proxy (a tiered collection with a 3 s horizon, so the evictor
 // and the warmer are busy throughout) and against a plain `halocline store`. Every reply
 // must be identical; after the feeder has caught up the archive must hold exactly the
 // reference's documents, the fast tier only current copies of them, and no tombstone
@@ -42,8 +42,9 @@ function collOf(client, ns) {
 }
 
 /** Same documents written straight into the archive and the reference before the proxy runs. */
-async function preload(archiveClient, ns, docs) {
+async function preload(archiveClient, ns, docs, { validator } = {}) {
   for (const c of [archiveClient, refClient]) {
+    if (validator) await c.db(ns.split('.')[0]).createCollection(ns.split('.')[1], { validator });
     const coll = collOf(c, ns);
     await coll.createIndex({ date: 1 });
     if (docs.length) await coll.insertMany(docs);
@@ -72,7 +73,11 @@ before(async () => {
     const d = seq.doc();
     if (!seen.has(d._id)) orders.push(d), seen.add(d._id);
   }
-  await preload(archiveClient, ORDERS, orders);
+  // A validator the workload sometimes violates ($set of a non-numeric v): the proxy must
+  // refuse exactly what the plain store refuses (121), and copies must never be refused.
+  await preload(archiveClient, ORDERS, orders, {
+    validator: { $jsonSchema: { properties: { v: { bsonType: ['int', 'long', 'double'] } } } },
+  });
   const events = [];
   for (let w = 0; w < CONC_CLIENTS; w++) {
     const s = new WorkloadState({ rng: makeRng(SEED ^ (0x1000 + w)), w, keyBase: (w + 1) * 100_000, keys: 80, horizonMs: HORIZON_MS });
