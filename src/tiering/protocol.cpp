@@ -304,7 +304,28 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
     Status st = co_await promoteCopy(t, ns, epoch, all);
     if (st.isOK()) co_return static_cast<int64_t>(docs.size());
     if (st.code() != ErrorCode::DuplicateKey) co_return st;
-    // Some are in the fast tier already or tombstoned: one transaction each.
+    // Some are in the fast tier already or tombstoned (a client wrote them
+    // first): leave those out and copy the rest in one transaction again.
+    for (int round = 0; round < 3 && !all.empty(); ++round) {
+        std::vector<Id> ids;
+        for (auto* d : all) {
+            Id id;
+            idOf(d->get(), &id);
+            ids.push_back(std::move(id));
+        }
+        auto known = co_await fastPresence(t, ns, ids);
+        if (!known.isOK()) co_return known.getStatus();
+        std::vector<const bson::Doc*> rest;
+        for (size_t i = 0; i < all.size(); ++i)
+            if (!known.getValue().present[i] && !known.getValue().tombstoned[i])
+                rest.push_back(all[i]);
+        if (rest.empty()) co_return int64_t{0};
+        all = std::move(rest);
+        st = co_await promoteCopy(t, ns, epoch, all);
+        if (st.isOK()) co_return static_cast<int64_t>(all.size());
+        if (st.code() != ErrorCode::DuplicateKey) co_return st;
+    }
+    // Still racing with clients: one transaction each.
     int64_t n = 0;
     for (auto* d : all) {
         std::vector<const bson::Doc*> single(1, d);

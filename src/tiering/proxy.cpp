@@ -608,14 +608,9 @@ asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpT
         // Every write acknowledged before this read, through this proxy or any
         // other, is at or before the fast tier's time now.
         slot_.sentTo(p_.fast().name().c_str());
-        auto r = co_await p_.fast().runOk(pingCommand());
+        auto r = co_await p_.fastClock().now();
         if (!r.isOK()) co_return r.getStatus();
-        bson_iter_t it;
-        if (!bson_iter_init_find(&it, r.getValue().get(), "operationTime"))
-            co_return Status(ErrorCode::ProtocolError,
-                             "halocline: the fast tier's reply carried no operationTime (is it a "
-                             "replica set?)");
-        OpTime now = toOpTime(it);
+        OpTime now = r.getValue();
         s.noteFastTime(now);
         target = std::max(target, now);
     }
@@ -1503,6 +1498,9 @@ bson::Doc ClientConnection::status() {
     for (Tier* tier : {&p_.fast(), &p_.archive()}) {
         bson_append_document_begin(&tiers, tier->name().c_str(), -1, &t);
         BSON_APPEND_BOOL(&t, "reachable", tier->reachable());
+        // Requests this proxy sent to the tier (clients' and its own): divided by
+        // the operations served, the round trips per operation.
+        BSON_APPEND_INT64(&t, "roundTrips", tier->poolStats().roundTrips);
         std::string primary = tier->info().primary;
         BSON_APPEND_UTF8(&t, "primary", primary.c_str());
         bson_append_document_end(&tiers, &t);
@@ -1676,6 +1674,7 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       fast_(io_, "fast", cfg_.fastUri),
       archive_(io_, "archive", cfg_.archiveUri),
       fastSessions_(fast_),
+      fastClock_(fast_),
       tiers_{fast_, archive_, fastSessions_, Metadata{cfg_.metadataDb}},
       state_(cfg_),
       router_(cfg_, state_),

@@ -13,6 +13,7 @@
 #include "net/listener.h"
 #include "tiering/config.h"
 #include "tiering/cursors.h"
+#include "tiering/fast_clock.h"
 #include "tiering/operations.h"
 #include "tiering/protocol.h"
 #include "tiering/router.h"
@@ -39,6 +40,7 @@ class Proxy {
     // Used by client connections.
     const ProxyConfig& config() const { return cfg_; }
     Tier& fast() { return fast_; }
+    FastClock& fastClock() { return fastClock_; }
     Tier& archive() { return archive_; }
     Tiers& tiers() { return tiers_; }
     SharedState& state() { return state_; }
@@ -64,6 +66,7 @@ class Proxy {
     Tier fast_;
     Tier archive_;
     SessionPool fastSessions_;
+    FastClock fastClock_;
     Tiers tiers_;
     SharedState state_;
     Router router_;

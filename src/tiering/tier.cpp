@@ -592,6 +592,7 @@ Tier::PoolStats Tier::poolStats() const {
     PoolStats s;
     s.inUse = inUse_.load();
     s.created = created_.load();
+    s.roundTrips = roundTrips_.load();
     std::lock_guard lk(mu_);
     s.available = static_cast<int64_t>(idle_.size());
     return s;
@@ -601,6 +602,7 @@ asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
     auto c = co_await acquire();
     if (!c.isOK()) co_return c.getStatus();
     ++inUse_;
+    roundTrips_.fetch_add(1, std::memory_order_relaxed);
     auto r = co_await exchange(*c.getValue(), request);
     --inUse_;
     if (r.isOK()) {

@@ -78,9 +78,10 @@ class Tier {
 
     /// The connection pool, as connPoolStats reports it.
     struct PoolStats {
-        int64_t inUse = 0;      // round trips in flight
-        int64_t available = 0;  // idle connections
-        int64_t created = 0;    // connections opened since start
+        int64_t inUse = 0;       // round trips in flight
+        int64_t available = 0;   // idle connections
+        int64_t created = 0;     // connections opened since start
+        int64_t roundTrips = 0;  // requests sent since start
     };
     PoolStats poolStats() const;
 
@@ -118,6 +119,7 @@ class Tier {
     std::atomic<bool> reachable_{false};
     std::atomic<int64_t> inUse_{0};
     std::atomic<int64_t> created_{0};
+    std::atomic<int64_t> roundTrips_{0};
     std::atomic<int32_t> nextRequestId_{1};
 };
 
