@@ -9,6 +9,7 @@ PKGS=(
   libpcre2-dev libssl-dev openssl libsnappy-dev libzstd-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libgoogle-perftools-dev
   python3-pymongo python3-snappy python3-zstandard
+  openjdk-17-jdk-headless libmongodb-java
   chromium
 )
 missing=()

@@ -18,12 +18,14 @@ const { expectServerError } = require('../lib/fixture');
 const MONGOSH = path.resolve(__dirname, '..', 'node_modules', '.bin', 'mongosh');
 const PYTHON = process.env.HALO_PYTHON || '/usr/bin/python3';
 const SMOKE_SOURCE = path.join(REPO_ROOT, 'tests', 'integration', 'c', 'mongoc_smoke.c');
+const JAVA_SOURCE = path.join(REPO_ROOT, 'tests', 'integration', 'java', 'LegacyDriverSmoke.java');
+const JAVA_DRIVER = '/usr/share/java/mongo-java-driver.jar'; // Debian's libmongodb-java 3.6
 
 let t;
 
 before(async () => {
   t = await startTiered({
-    collections: ['shop.node', 'shop.mongosh', 'shop.pymongo', 'mongoc_smoke.tiered'],
+    collections: ['shop.node', 'shop.mongosh', 'shop.pymongo', 'mongoc_smoke.tiered', 'legacy.things'],
     horizon: '1h',
     guard: '1s',
   });
@@ -287,3 +289,16 @@ for (const [label, coll] of [
     assert.match(r.stdout, /mongoc_smoke: OK/);
   });
 }
+
+test('the Java driver 3.6 (YCSB 0.17\'s) connects through the proxy (isMaster and buildinfo over OP_QUERY) and works', async () => {
+  assert.ok(fs.existsSync(JAVA_DRIVER), `${JAVA_DRIVER} missing: scripts/install-deps.sh installs libmongodb-java`);
+  const dir = makeTempDir('halocline-java-');
+  const javac = await runProgram('javac', ['-cp', JAVA_DRIVER, '-d', dir, JAVA_SOURCE], { timeoutMs: 120_000 });
+  assert.equal(javac.code, 0, `javac failed:\n${javac.stderr}`);
+  const r = await runProgram('java', ['-cp', `${dir}:${JAVA_DRIVER}`, 'LegacyDriverSmoke', t.uri(), 'legacy', 'things'], {
+    timeoutMs: 120_000,
+  });
+  assert.equal(r.code, 0, `the Java driver failed:\n${r.stdout}\n${r.stderr}`);
+  assert.deepEqual(r.stdout.trim().split('\n').slice(1), ['inserted 50', 'user7 changed', 'scanned 50', 'after delete 49']);
+  assert.match(r.stdout, /^buildinfo version \d+\.\d+/);
+});
