@@ -1,0 +1,34 @@
+'use strict';
+// `halocline up` (the README's first command, without the build): an archive store, a fast
+// store and the proxy under one data directory, with the demo policy's namespace and age
+// field taken from the command line; prints the connection string; Ctrl-C stops it all.
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { MongoClient } = require('mongodb');
+const { startProcess, haloclineBinary, makeTempDir } = require('../lib/server');
+
+test('halocline up --age-field _id: the printed connection string serves a tiered collection on _id', async () => {
+  const dir = makeTempDir('halocline-up-');
+  const { proc, ready } = await startProcess({
+    bin: haloclineBinary(),
+    args: ['up', '--dbpath', dir, '--port', '0', '--namespace', 'app.items', '--age-field', '_id', '--horizon', '1h'],
+    readyPattern: /^ {2}mongodb:\/\/127\.0\.0\.1:(\d+)\/$/,
+    name: 'halocline up',
+  });
+  let client;
+  try {
+    assert.match(proc.stdoutTail.join('\n'), /tiered collection: app\.items \(age field '_id', horizon 1h\)/);
+    client = new MongoClient(`mongodb://127.0.0.1:${ready[1]}/`, { serverSelectionTimeoutMS: 10_000 });
+    await client.connect();
+    const items = client.db('app').collection('items');
+    await items.insertOne({ n: 1 });
+    assert.equal((await items.findOne({}, { projection: { _id: 0 } })).n, 1);
+    const status = await client.db('admin').command({ haloclineStatus: 1 });
+    assert.equal(status.collections['app.items'].ageField, '_id');
+  } finally {
+    if (client) await client.close();
+    const exit = await proc.stop({ signal: 'SIGINT' });
+    assert.equal(exit.code, 0, proc.tail());
+  }
+});
