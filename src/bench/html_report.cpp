@@ -26,6 +26,7 @@ table { border-collapse: collapse; margin-top: 8px; font-size: 12.5px; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child, td:nth-child(2) { text-align: left; }
 #render-error { color: #b00; font-weight: bold; }
+td.miss { color: #b00; font-weight: bold; }
 )CSS";
 
 // The renderer. Plain ES5 so any browser runs it; reads the JSON embedded in each section.
@@ -157,16 +158,22 @@ constexpr const char* kScript = R"JS(
   function numbers(container, runs) {
     var t = el('table', {}, container, false);
     var h = el('tr', {}, t, false);
-    ['system', 'operation', 'ok', 'failed', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'p99.9 ms', 'max ms']
+    ['system', 'operation', 'ok', 'failed', 'NOT_FOUND', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'p99.9 ms', 'max ms']
       .forEach(function (c) { el('th', {}, h, false).textContent = c; });
     var ms = function (v) { return (v / 1000).toFixed(2); };
     runs.forEach(function (r) {
       var ops = r.run.operations || {};
       Object.keys(ops).forEach(function (op, k) {
         var o = ops[op], tr = el('tr', {}, t, false);
-        [k ? '' : r.label, op, o.ok, o.failed,
+        // Reports written before NOT_FOUND was counted have no such field.
+        var miss = o.not_found === undefined ? '-' : o.not_found;
+        [k ? '' : r.label, op, o.ok, o.failed, miss,
          k ? '' : Math.round(r.run.ops_per_sec), ms(o.p50_us), ms(o.p95_us), ms(o.p99_us),
-         ms(o.p999_us), ms(o.max_us)].forEach(function (c) { el('td', {}, tr, false).textContent = c; });
+         ms(o.p999_us), ms(o.max_us)].forEach(function (c, i) {
+          var td = el('td', {}, tr, false);
+          td.textContent = c;
+          if (i === 4 && o.not_found > 0 && !r.run.expect_misses) td.className = 'miss';
+        });
       });
     });
   }
