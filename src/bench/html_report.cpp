@@ -178,6 +178,30 @@ constexpr const char* kScript = R"JS(
     });
   }
 
+  // What an operation cost each process and tier (bench reproduce runs carry it).
+  function costs(container, runs) {
+    var have = runs.filter(function (r) { return r.run.cpu_us_per_op; });
+    if (!have.length) return;
+    var t = el('table', { 'data-table': 'cost' }, container, false);
+    var h = el('tr', {}, t, false);
+    ['system', 'CPU us/op client', 'proxy', 'fast', 'archive', 'all', 'round trips/op fast', 'archive']
+      .forEach(function (c) { el('th', {}, h, false).textContent = c; });
+    var show = function (v, digits, missing) { return typeof v === 'number' ? v.toFixed(digits) : missing; };
+    have.forEach(function (r) {
+      var c = r.run.cpu_us_per_op, rt = r.run.round_trips_per_op, sum = 0, any = false;
+      var cells = [r.label];
+      ['client', 'proxy', 'fast', 'archive'].forEach(function (p) {
+        cells.push(show(c[p], 0, '-'));
+        if (typeof c[p] === 'number') { sum += c[p]; any = true; }
+      });
+      cells.push(any ? sum.toFixed(0) : '-');
+      // null as a whole: no proxy on this side; a null tier: the proxy does not report it.
+      ['fast', 'archive'].forEach(function (tier) { cells.push(rt ? show(rt[tier], 2, 'n/a') : '-'); });
+      var tr = el('tr', {}, t, false);
+      cells.forEach(function (v) { el('td', {}, tr, false).textContent = v; });
+    });
+  }
+
   function renderSection(sec) {
     var data = JSON.parse(sec.querySelector('script[type="application/json"]').textContent);
     var runs = data.map(function (d, i) {
@@ -193,6 +217,7 @@ constexpr const char* kScript = R"JS(
     ops.sort();
     ops.forEach(function (op) { latencyPlot(box, runs, op); });
     numbers(sec.querySelector('.numbers'), runs);
+    costs(sec.querySelector('.numbers'), runs);
   }
 
   try {
