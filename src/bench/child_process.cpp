@@ -12,7 +12,8 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+
+#include "bench/cost.h"
 
 namespace halo::bench {
 namespace {
@@ -245,19 +246,8 @@ std::string ChildProcess::tail() const {
 }
 
 double ChildProcess::cpuSeconds() const {
-    std::ifstream f(fmt::format("/proc/{}/stat", pid_));
-    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    auto close = s.rfind(')');
-    if (close == std::string::npos) return -1;
-    std::istringstream in(s.substr(close + 2));
-    std::string field;
-    // Fields after the command: state(3) ... utime(14) stime(15).
-    long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && in >> field; ++i) {
-        if (i == 14) utime = std::atoll(field.c_str());
-        if (i == 15) stime = std::atoll(field.c_str());
-    }
-    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    int64_t ticks = processCpuTicks(pid_);
+    return ticks < 0 ? -1 : static_cast<double>(ticks) / static_cast<double>(clockTicksPerSecond());
 }
 
 }  // namespace halo::bench

@@ -66,6 +66,10 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
                       "Run the workload this many seconds first, unmeasured");
     f.run->add_option("--label", f.ro.label, "Name of the system measured (in reports)");
     f.run->add_option("--json", f.jsonOut, "Write the report as JSON to this file");
+    const char* expectMisses =
+        "The workload looks up keys that may not exist: NOT_FOUND is counted and shown but "
+        "does not fail the run (exit status 5 otherwise)";
+    f.run->add_flag("--expect-misses", f.ro.expectMisses, expectMisses);
 
     f.ramp = f.bench->add_subcommand(
         "ramp",
@@ -90,6 +94,7 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
         ->capture_default_str();
     f.ramp->add_option("--label", f.ro.label, "Name of the system measured (in reports)");
     f.ramp->add_option("--json", f.jsonOut, "Write the ramp (every step) as JSON to this file");
+    f.ramp->add_flag("--expect-misses", f.ro.expectMisses, expectMisses);
 
     f.report = f.bench->add_subcommand(
         "report", "Write a self-contained HTML report plotting `bench run --json` files");
@@ -211,6 +216,7 @@ int BenchCommand::run() {
     if (f.ramp->parsed()) {
         RunOptions base = f.ro;
         base.seconds = f.rampOpts.stepSeconds;
+        f.rampOpts.expectMisses = f.ro.expectMisses;
         int64_t nextInsert = -1;
         auto step = [&](int threads) -> StatusWith<RunReport> {
             RunOptions ro = base;
@@ -242,16 +248,16 @@ int BenchCommand::run() {
         if (!f.jsonOut.empty() &&
             !writeFile(f.jsonOut, rampToJson(res.getValue(), f.rampOpts, w) + "\n"))
             return 1;
-        return 0;
+        return rampExitStatus(res.getValue(), f.rampOpts);
     }
     auto r = halo::bench::run(w, f.ro);
     if (!r.isOK()) {
         std::fprintf(stderr, "%s\n", r.getStatus().reason().c_str());
         return 1;
     }
-    std::fputs(toTable(r.getValue()).c_str(), stdout);
+    std::fputs(toTable(r.getValue(), f.ro.expectMisses).c_str(), stdout);
     if (!f.jsonOut.empty() && !writeFile(f.jsonOut, toJson(r.getValue(), w, f.ro) + "\n")) return 1;
-    return r.getValue().failed > 0 ? 3 : 0;
+    return exitStatus(r.getValue(), f.ro.expectMisses);
 }
 
 }  // namespace halo::bench

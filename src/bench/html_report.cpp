@@ -26,6 +26,7 @@ table { border-collapse: collapse; margin-top: 8px; font-size: 12.5px; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child, td:nth-child(2) { text-align: left; }
 #render-error { color: #b00; font-weight: bold; }
+td.miss { color: #b00; font-weight: bold; }
 )CSS";
 
 // The renderer. Plain ES5 so any browser runs it; reads the JSON embedded in each section.
@@ -157,17 +158,47 @@ constexpr const char* kScript = R"JS(
   function numbers(container, runs) {
     var t = el('table', {}, container, false);
     var h = el('tr', {}, t, false);
-    ['system', 'operation', 'ok', 'failed', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'p99.9 ms', 'max ms']
+    ['system', 'operation', 'ok', 'failed', 'NOT_FOUND', 'ops/s', 'p50 ms', 'p95 ms', 'p99 ms', 'p99.9 ms', 'max ms']
       .forEach(function (c) { el('th', {}, h, false).textContent = c; });
     var ms = function (v) { return (v / 1000).toFixed(2); };
     runs.forEach(function (r) {
       var ops = r.run.operations || {};
       Object.keys(ops).forEach(function (op, k) {
         var o = ops[op], tr = el('tr', {}, t, false);
-        [k ? '' : r.label, op, o.ok, o.failed,
+        // Reports written before NOT_FOUND was counted have no such field.
+        var miss = o.not_found === undefined ? '-' : o.not_found;
+        [k ? '' : r.label, op, o.ok, o.failed, miss,
          k ? '' : Math.round(r.run.ops_per_sec), ms(o.p50_us), ms(o.p95_us), ms(o.p99_us),
-         ms(o.p999_us), ms(o.max_us)].forEach(function (c) { el('td', {}, tr, false).textContent = c; });
+         ms(o.p999_us), ms(o.max_us)].forEach(function (c, i) {
+          var td = el('td', {}, tr, false);
+          td.textContent = c;
+          if (i === 4 && o.not_found > 0 && !r.run.expect_misses) td.className = 'miss';
+        });
       });
+    });
+  }
+
+  // What an operation cost each process and tier (bench reproduce runs carry it).
+  function costs(container, runs) {
+    var have = runs.filter(function (r) { return r.run.cpu_us_per_op; });
+    if (!have.length) return;
+    var t = el('table', { 'data-table': 'cost' }, container, false);
+    var h = el('tr', {}, t, false);
+    ['system', 'CPU us/op client', 'proxy', 'fast', 'archive', 'all', 'round trips/op fast', 'archive']
+      .forEach(function (c) { el('th', {}, h, false).textContent = c; });
+    var show = function (v, digits, missing) { return typeof v === 'number' ? v.toFixed(digits) : missing; };
+    have.forEach(function (r) {
+      var c = r.run.cpu_us_per_op, rt = r.run.round_trips_per_op, sum = 0, any = false;
+      var cells = [r.label];
+      ['client', 'proxy', 'fast', 'archive'].forEach(function (p) {
+        cells.push(show(c[p], 0, '-'));
+        if (typeof c[p] === 'number') { sum += c[p]; any = true; }
+      });
+      cells.push(any ? sum.toFixed(0) : '-');
+      // null as a whole: no proxy on this side; a null tier: the proxy does not report it.
+      ['fast', 'archive'].forEach(function (tier) { cells.push(rt ? show(rt[tier], 2, 'n/a') : '-'); });
+      var tr = el('tr', {}, t, false);
+      cells.forEach(function (v) { el('td', {}, tr, false).textContent = v; });
     });
   }
 
@@ -186,6 +217,7 @@ constexpr const char* kScript = R"JS(
     ops.sort();
     ops.forEach(function (op) { latencyPlot(box, runs, op); });
     numbers(sec.querySelector('.numbers'), runs);
+    costs(sec.querySelector('.numbers'), runs);
   }
 
   try {

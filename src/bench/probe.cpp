@@ -79,30 +79,31 @@ StatusWith<CollectionSize> collectionSize(const std::string& uri, const std::str
     return CollectionSize{count.getValue(), size.getValue()};
 }
 
-StatusWith<ProxyRouting> proxyRouting(const std::string& proxyUri) {
+StatusWith<ProxyStatus> parseProxyStatus(const uint8_t* data, size_t len) {
+    bson_t reply;
+    if (!bson_init_static(&reply, data, len))
+        return Status(ErrorCode::BadValue, "haloclineStatus reply is not a BSON document");
+    auto number = [&](const char* dotted) -> std::optional<int64_t> {
+        bson_iter_t it, field;
+        if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, dotted, &field) &&
+            BSON_ITER_HOLDS_NUMBER(&field))
+            return bson_iter_as_int64(&field);
+        return std::nullopt;
+    };
+    ProxyStatus out;
+    auto fast = number("routing.fast"), archive = number("routing.archive");
+    if (fast && archive) out.routing = ProxyRouting{*fast, *archive};
+    out.fastRoundTrips = number("tiers.fast.roundTrips");
+    out.archiveRoundTrips = number("tiers.archive.roundTrips");
+    return out;
+}
+
+StatusWith<ProxyStatus> proxyStatus(const std::string& proxyUri) {
     bson_t reply;
     Status s = runCommand(proxyUri, "admin", BCON_NEW("haloclineStatus", BCON_INT32(1)), &reply);
-    ProxyRouting out;
-    bson_t routing;
-    bson_iter_t it;
-    if (s.isOK()) {
-        if (bson_iter_init_find(&it, &reply, "routing") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            uint32_t len;
-            const uint8_t* data;
-            bson_iter_document(&it, &len, &data);
-            bson_init_static(&routing, data, len);
-            auto fast = int64Field(&routing, "fast");
-            auto archive = int64Field(&routing, "archive");
-            if (fast.isOK() && archive.isOK())
-                out = {fast.getValue(), archive.getValue()};
-            else
-                s = fast.isOK() ? archive.getStatus() : fast.getStatus();
-        } else {
-            s = Status(ErrorCode::OperationFailed, "haloclineStatus reply has no routing");
-        }
-    }
+    StatusWith<ProxyStatus> out =
+        s.isOK() ? parseProxyStatus(bson_get_data(&reply), reply.len) : StatusWith<ProxyStatus>(s);
     bson_destroy(&reply);
-    if (!s.isOK()) return s;
     return out;
 }
 

@@ -2,7 +2,9 @@
 // One-shot administrative queries over libmongoc for `bench reproduce`: counts,
 // sizes, waiting for a condition. Each call opens its own client (these run a few
 // times per scenario, never on the measured path). Thread-safe: no shared state.
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -26,6 +28,19 @@ struct ProxyRouting {
     int64_t fast = 0;
     int64_t archive = 0;
 };
-StatusWith<ProxyRouting> proxyRouting(const std::string& proxyUri);
+
+/// What `bench reproduce` reads from the proxy's `haloclineStatus`, cumulative since it
+/// started. Each part is absent when the reply lacks it (a proxy without tiered
+/// collections has no routing; one older than the counter has no roundTrips).
+struct ProxyStatus {
+    std::optional<ProxyRouting> routing;  // `routing.fast`, `routing.archive`
+    // `tiers.fast.roundTrips`, `tiers.archive.roundTrips`: requests the proxy sent to each
+    // tier (its workers' included).
+    std::optional<int64_t> fastRoundTrips, archiveRoundTrips;
+};
+/// Parses a haloclineStatus reply (BSON bytes). BadValue if they are not a document;
+/// absent or non-numeric fields are left empty, never guessed.
+StatusWith<ProxyStatus> parseProxyStatus(const uint8_t* bson, size_t len);
+StatusWith<ProxyStatus> proxyStatus(const std::string& proxyUri);
 
 }  // namespace halo::bench

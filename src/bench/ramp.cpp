@@ -42,7 +42,7 @@ StatusWith<RampResult> runRamp(const RampOptions& o, const StepRunner& step,
         s.threads = threads;
         s.report = std::move(r.getValue());
         s.p95us = rampP95us(s.report, o.p95Of);
-        s.under = s.p95us <= o.p95Ms * 1000 && s.report.failed == 0;
+        s.under = s.p95us <= o.p95Ms * 1000 && exitStatus(s.report, o.expectMisses) == 0;
         if (toJson) s.json = toJson(s.report, threads);
         res.steps.push_back(std::move(s));
         const RampStep& last = res.steps.back();
@@ -56,6 +56,13 @@ StatusWith<RampResult> runRamp(const RampOptions& o, const StepRunner& step,
                 fmt::format("{} operations failed at {} threads", last.report.failed, threads);
             break;
         }
+        if (last.report.notFound > 0 && !o.expectMisses) {
+            res.stopReason = fmt::format(
+                "{} operations found no document (NOT_FOUND: {}) at {} threads: the keys do not "
+                "match the data",
+                last.report.notFound, notFoundByOperation(last.report), threads);
+            break;
+        }
         if (!last.under) {
             res.stopReason = fmt::format("p95 {:.2f} ms exceeded {} ms at {} threads",
                                          last.p95us / 1000, o.p95Ms, threads);
@@ -66,10 +73,23 @@ StatusWith<RampResult> runRamp(const RampOptions& o, const StepRunner& step,
 }
 
 std::string rampStepLine(const RampStep& s, const RampOptions& o) {
-    return fmt::format("threads {:>4}  {:>9.0f} ops/s  {} p95 {:>8.2f} ms  p99 {:>8.2f} ms  {}{}",
+    return fmt::format("threads {:>4}  {:>9.0f} ops/s  {} p95 {:>8.2f} ms  p99 {:>8.2f} ms  {}{}{}",
                        s.threads, s.report.opsPerSec, o.p95Of, s.p95us / 1000,
                        s.report.overall.p99us / 1000, s.under ? "under" : "OVER",
-                       s.report.failed ? fmt::format(" ({} failed)", s.report.failed) : "");
+                       s.report.failed ? fmt::format(" ({} failed)", s.report.failed) : "",
+                       s.report.notFound ? fmt::format(" ({} NOT_FOUND{})", s.report.notFound,
+                                                       o.expectMisses ? ", expected" : "")
+                                         : "");
+}
+
+int rampExitStatus(const RampResult& r, const RampOptions& o) {
+    int worst = 0;
+    for (const auto& s : r.steps) {
+        int st = exitStatus(s.report, o.expectMisses);
+        if (st == kExitFailedOperations) return st;
+        if (st != 0) worst = st;
+    }
+    return worst;
 }
 
 std::string rampSummary(const RampResult& r, const RampOptions& o) {
@@ -87,9 +107,9 @@ std::string rampToJson(const RampResult& r, const RampOptions& o, const Workload
     for (const auto& s : r.steps) {
         if (!steps.empty()) steps += ",";
         steps += fmt::format(
-            R"({{"threads":{},"ops_per_sec":{:.1f},"p95_us":{},"under":{},"failed":{},"run":{}}})",
+            R"({{"threads":{},"ops_per_sec":{:.1f},"p95_us":{},"under":{},"failed":{},"not_found":{},"run":{}}})",
             s.threads, s.report.opsPerSec, s.p95us, s.under ? "true" : "false", s.report.failed,
-            s.json.empty() ? "null" : s.json);
+            s.report.notFound, s.json.empty() ? "null" : s.json);
     }
     std::string best = "null";
     if (r.best >= 0) {
@@ -98,8 +118,8 @@ std::string rampToJson(const RampResult& r, const RampOptions& o, const Workload
                            b.report.opsPerSec, b.p95us);
     }
     return fmt::format(
-        R"({{"mode":"ramp","workload":{},"p95_of":{},"p95_ms":{},"step_seconds":{},"stop_reason":{},"best":{},"steps":[{}]}})",
-        jsonString(spec.name), jsonString(o.p95Of), o.p95Ms, o.stepSeconds,
+        R"({{"mode":"ramp","workload":{},"p95_of":{},"p95_ms":{},"step_seconds":{},"expect_misses":{},"stop_reason":{},"best":{},"steps":[{}]}})",
+        jsonString(spec.name), jsonString(o.p95Of), o.p95Ms, o.stepSeconds, o.expectMisses,
         jsonString(r.stopReason), best, steps);
 }
 

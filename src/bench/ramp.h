@@ -20,13 +20,14 @@ struct RampOptions {
     double stepSeconds = 10;
     double p95Ms = 5;
     std::string p95Of = "READ";  // an operation name, or "ALL" for every operation together
+    bool expectMisses = false;   // NOT_FOUND neither disqualifies a step nor stops the ramp
 };
 
 struct RampStep {
     int threads = 0;
     RunReport report;
     double p95us = 0;    // of the operation(s) named by RampOptions::p95Of
-    bool under = false;  // p95 within the threshold and no failed operation
+    bool under = false;  // p95 within the threshold, no failed and no unexpected NOT_FOUND
     std::string json;    // the step's `bench run --json` document
 };
 
@@ -45,7 +46,8 @@ std::vector<int> rampSchedule(const RampOptions& o);
 double rampP95us(const RunReport& r, const std::string& p95Of);
 
 /// Runs steps until one exceeds the threshold (that step is kept and reported), one has
-/// failed operations, or the schedule ends. `onStep` sees each step as it completes.
+/// failed operations or (unless expected) NOT_FOUND ones, or the schedule ends. `onStep`
+/// sees each step as it completes.
 StatusWith<RampResult> runRamp(const RampOptions& o, const StepRunner& step,
                                const std::function<void(const RampStep&)>& onStep,
                                const std::function<std::string(const RunReport&, int)>& toJson);
@@ -53,5 +55,7 @@ StatusWith<RampResult> runRamp(const RampOptions& o, const StepRunner& step,
 std::string rampToJson(const RampResult& r, const RampOptions& o, const WorkloadSpec& spec);
 std::string rampStepLine(const RampStep& s, const RampOptions& o);
 std::string rampSummary(const RampResult& r, const RampOptions& o);
+/// `bench ramp`'s exit status: exitStatus() of the worst step (3 failed, 5 NOT_FOUND), else 0.
+int rampExitStatus(const RampResult& r, const RampOptions& o);
 
 }  // namespace halo::bench

@@ -24,6 +24,7 @@
 
 #include "bench/child_process.h"
 #include "bench/confinement.h"
+#include "bench/cost.h"
 #include "bench/html_report.h"
 #include "bench/probe.h"
 #include "bench/runner.h"
@@ -208,6 +209,15 @@ struct Measured {
     double otherCpuPct = -1;      // CPU the idle side used meanwhile (should be ~0)
     int64_t fastDocs = -1;        // cold start: documents in the fast tier at the end
     double fastReadPct = -1;      // tiered: share of reads the proxy sent to the fast tier
+    OpCost cost;                  // CPU and round trips per operation of the measured window
+};
+
+/// The processes a run goes through besides this one (the client); null where the side
+/// has none (archive alone: no proxy, no fast tier).
+struct RunProcesses {
+    ChildProcess* proxy = nullptr;
+    ChildProcess* fast = nullptr;
+    ChildProcess* archive = nullptr;
 };
 
 /// A running store or proxy and where it listens.
@@ -247,8 +257,12 @@ class Reproduction {
     StatusWith<Measured> measure(const std::string& scenario, const std::string& side, int round,
                                  const WorkloadSpec& spec, RunOptions ro, int64_t* nextInsert,
                                  const ArchiveConfinement* conf,
-                                 const std::vector<ChildProcess*>& idle);
+                                 const std::vector<ChildProcess*>& idle, const RunProcesses& procs);
     std::vector<ChildProcess*> tieredProcs();
+    RunProcesses aloneSide() { return {nullptr, nullptr, archiveAlone_.proc.get()}; }
+    RunProcesses tieredSide() {
+        return {proxy_.proc.get(), fast_.proc.get(), archiveTiered_.proc.get()};
+    }
     // scenarios
     Status scenarioMixes();
     Status scenarioFixed();
@@ -259,6 +273,8 @@ class Reproduction {
     double mean(const std::string& scenario, const std::string& side,
                 const std::function<double(const Measured&)>& f) const;
     std::vector<Figure> figures() const;
+    /// Failed and NOT_FOUND operations over every run.
+    RunReport totals() const;
     std::string figuresTable(const std::vector<Figure>& f) const;
     Status writeOutputs(const std::vector<Figure>& figs, const std::string& table);
     void section(const std::string& title, const std::vector<std::string>& scenarios,
@@ -570,7 +586,8 @@ Status Reproduction::waitForFeeder(int64_t from, int64_t to) {
 StatusWith<Measured> Reproduction::measure(const std::string& scenario, const std::string& side,
                                            int round, const WorkloadSpec& spec, RunOptions ro,
                                            int64_t* nextInsert, const ArchiveConfinement* conf,
-                                           const std::vector<ChildProcess*>& idle) {
+                                           const std::vector<ChildProcess*>& idle,
+                                           const RunProcesses& procs) {
     Status dropped = dropPageCache();
     if (!dropped.isOK() && cacheDropped_) {
         cacheDropped_ = false;
@@ -582,9 +599,23 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
     for (auto* p : idle) cpu0 += std::max(0.0, p->cpuSeconds());
     ro.insertStart = *nextInsert;
     ro.seed = 1000 + static_cast<uint64_t>(round);
-    std::optional<ProxyRouting> routed0;
-    if (side == "tiered")
-        if (auto r0 = proxyRouting(ro.uri); r0.isOK()) routed0 = r0.getValue();
+    // The measured window (warm-up excluded): CPU of every process and the proxy's
+    // counters at both ends.
+    CostSample cost0, cost1;
+    std::optional<ProxyRouting> routed0, routed1;
+    auto sample = [&](CostSample* c, std::optional<ProxyRouting>* routed) {
+        auto ticks = [](ChildProcess* p) { return p ? processCpuTicks(p->pid()) : -1; };
+        c->cpuTicks = {processCpuTicks(::getpid()), ticks(procs.proxy), ticks(procs.fast),
+                       ticks(procs.archive)};
+        if (!procs.proxy) return;
+        if (auto st = proxyStatus(ro.uri); st.isOK()) {
+            c->fastRoundTrips = st.getValue().fastRoundTrips;
+            c->archiveRoundTrips = st.getValue().archiveRoundTrips;
+            *routed = st.getValue().routing;
+        }
+    };
+    ro.onMeasureStart = [&] { sample(&cost0, &routed0); };
+    ro.onMeasureEnd = [&] { sample(&cost1, &routed1); };
     auto t0 = Clock::now();
     auto r = halo::bench::run(spec, ro);
     if (!r.isOK()) return r.getStatus();
@@ -598,20 +629,20 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
     *nextInsert = m.report.nextInsert;
     if (conf && reads0 >= 0)
         m.diskReadsPerSec = static_cast<double>(conf->diskReads() - reads0) / m.wallSec;
-    if (routed0) {
-        auto routed1 = proxyRouting(ro.uri);
-        if (routed1.isOK()) {
-            int64_t fast = routed1.getValue().fast - routed0->fast;
-            int64_t all = fast + routed1.getValue().archive - routed0->archive;
-            if (all > 0) m.fastReadPct = 100.0 * static_cast<double>(fast) / all;
-        }
+    if (side == "tiered" && routed0 && routed1) {
+        int64_t fast = routed1->fast - routed0->fast;
+        int64_t all = fast + routed1->archive - routed0->archive;
+        if (all > 0) m.fastReadPct = 100.0 * static_cast<double>(fast) / all;
     }
+    const OpReport& all = m.report.overall;
+    m.cost = costBetween(cost0, cost1, all.ok + all.failed + all.notFound, procs.proxy != nullptr,
+                         clockTicksPerSecond());
     if (!idle.empty()) {
         double cpu1 = 0;
         for (auto* p : idle) cpu1 += std::max(0.0, p->cpuSeconds());
         m.otherCpuPct = 100.0 * (cpu1 - cpu0) / m.wallSec;
     }
-    m.json = toJson(m.report, spec, ro);
+    m.json = toJson(m.report, spec, ro, costJsonFields(m.cost));
     std::ofstream(fmt::format("{}/{}-{}-{}.json", runsDir_, scenario, side, round))
         << m.json << "\n";
     const RunReport& rep = m.report;
@@ -620,9 +651,10 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
         return it == rep.ops.end() ? std::string("-") : msText(it->second.*f);
     };
     std::string line = fmt::format(
-        "  [{} {}/{}] {:<16} {:>8} ops/s  read p95 {} p99 {} ms  update p99 {} ms  failed {}",
+        "  [{} {}/{}] {:<16} {:>8} ops/s  read p95 {} p99 {} ms  update p99 {} ms  failed {}  "
+        "NOT_FOUND {}",
         scenario, round, o_.rounds, m.label, thousands(rep.opsPerSec), op("READ", &OpReport::p95us),
-        op("READ", &OpReport::p99us), op("UPDATE", &OpReport::p99us), rep.failed);
+        op("READ", &OpReport::p99us), op("UPDATE", &OpReport::p99us), rep.failed, rep.notFound);
     if (m.diskReadsPerSec >= 0)
         line += fmt::format(
             "  archive disk reads {}/s{}", thousands(m.diskReadsPerSec),
@@ -633,9 +665,16 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
     if (m.fastReadPct >= 0)
         line += fmt::format("  reads from the fast tier {:.0f}%", m.fastReadPct);
     if (m.otherCpuPct >= 0) line += fmt::format("  idle side CPU {:.0f}%", m.otherCpuPct);
+    line += fmt::format("  CPU us/op client|proxy|fast|archive {}  round trips/op fast|archive {}",
+                        cpuText(m.cost), roundTripsText(m.cost));
     if (!rep.firstError.empty()) line += "\n      first error: " + rep.firstError;
     say(line);
     notes_[scenario] += line.substr(2) + "\n";
+    if (rep.notFound > 0)
+        loud(fmt::format(
+            "NOT_FOUND in {} {} #{} ({}): {} operations found no document ({}). The keys do "
+            "not match the data, or a tier lost documents; this run's figures are not valid.",
+            scenario, side, round, m.label, rep.notFound, notFoundByOperation(rep)));
     return m;
 }
 
@@ -646,7 +685,7 @@ Status Reproduction::runAlternating(const std::string& scenario, const WorkloadS
         a.label = fmt::format("archive alone #{}", round);
         a.uri = archiveAlone_.uri();
         auto ma = measure(scenario, "alone", round, spec, a, &nextAlone_, confAlone_.get(),
-                          tieredProcs());
+                          tieredProcs(), aloneSide());
         if (!ma.isOK()) return ma.getStatus();
         results_.push_back(std::move(ma.getValue()));
         if (o_.skipTiered) continue;
@@ -655,7 +694,7 @@ Status Reproduction::runAlternating(const std::string& scenario, const WorkloadS
         b.uri = proxy_.uri();
         int64_t from = nextTiered_;
         auto mb = measure(scenario, "tiered", round, spec, b, &nextTiered_, confTiered_.get(),
-                          {archiveAlone_.proc.get()});
+                          {archiveAlone_.proc.get()}, tieredSide());
         if (!mb.isOK()) return mb.getStatus();
         results_.push_back(std::move(mb.getValue()));
         Status s = waitForFeeder(from, nextTiered_);
@@ -695,7 +734,7 @@ Status Reproduction::scenarioFixed() {
         ro.seconds = o_.seconds;
         ro.warmupSeconds = o_.warmupSeconds;
         auto m = measure("calibration", "alone", 1, spec(o_.workload, o_.recordCount), ro,
-                         &nextAlone_, confAlone_.get(), tieredProcs());
+                         &nextAlone_, confAlone_.get(), tieredProcs(), aloneSide());
         if (!m.isOK()) return m.getStatus();
         fixedTarget_ = m.getValue().report.opsPerSec;
     }
@@ -731,8 +770,8 @@ Status Reproduction::scenarioCold() {
         ro.seconds = o_.coldSeconds;
         ro.label = fmt::format("archive alone #{}", round);
         ro.uri = archiveAlone_.uri();
-        auto ma =
-            measure("cold", "alone", round, w, ro, &nextAlone_, confAlone_.get(), tieredProcs());
+        auto ma = measure("cold", "alone", round, w, ro, &nextAlone_, confAlone_.get(),
+                          tieredProcs(), aloneSide());
         if (!ma.isOK()) return ma.getStatus();
         results_.push_back(std::move(ma.getValue()));
         if (o_.skipTiered) continue;
@@ -746,7 +785,7 @@ Status Reproduction::scenarioCold() {
         ro.uri = proxy_.uri();
         int64_t from = nextTiered_;
         auto mb = measure("cold", "tiered", round, w, ro, &nextTiered_, confTiered_.get(),
-                          {archiveAlone_.proc.get()});
+                          {archiveAlone_.proc.get()}, tieredSide());
         if (!mb.isOK()) return mb.getStatus();
         auto docs = countDocuments(fast_.uri(), "ycsb", "usertable", "{}");
         if (docs.isOK()) {
@@ -797,13 +836,15 @@ Status Reproduction::scenarioOverhead() {
             ro.warmupSeconds = std::min(o_.warmupSeconds, 5.0);
             ro.label = fmt::format("direct #{}", round);
             ro.uri = mem.uri();
-            auto a = measure(scenario, "direct", round, w, ro, &next, nullptr, {});
+            auto a = measure(scenario, "direct", round, w, ro, &next, nullptr, {},
+                             {nullptr, nullptr, mem.proc.get()});
             if (!a.isOK()) return a.getStatus();
             results_.push_back(std::move(a.getValue()));
             if (o_.skipTiered) continue;
             ro.label = fmt::format("proxy #{}", round);
             ro.uri = passProxy.uri();
-            auto b = measure(scenario, "proxy", round, w, ro, &next, nullptr, {});
+            auto b = measure(scenario, "proxy", round, w, ro, &next, nullptr, {},
+                             {passProxy.proc.get(), emptyFast.proc.get(), mem.proc.get()});
             if (!b.isOK()) return b.getStatus();
             results_.push_back(std::move(b.getValue()));
         }
@@ -841,6 +882,15 @@ double Reproduction::mean(const std::string& scenario, const std::string& side,
     return n ? sum / n : std::nan("");
 }
 
+RunReport Reproduction::totals() const {
+    RunReport t;
+    for (const auto& m : results_) {
+        t.failed += m.report.failed;
+        t.notFound += m.report.notFound;
+    }
+    return t;
+}
+
 std::vector<Figure> Reproduction::figures() const {
     std::vector<Figure> out;
     auto opField = [](const char* op, double OpReport::*f) {
@@ -860,6 +910,29 @@ std::vector<Figure> Reproduction::figures() const {
         out.push_back({scenario, metric, show(va), o_.skipTiered ? "skipped" : show(vb),
                        ratioText(vb, va), published});
     };
+    // CPU per operation of each process and the proxy's round trips per operation to each
+    // tier, each the mean over the rounds; the ratio compares the CPU of all processes.
+    auto meanCost = [&](const std::string& key, const char* side) {
+        OpCost c;
+        for (size_t i = 0; i < c.cpuUsPerOp.size(); ++i)
+            c.cpuUsPerOp[i] =
+                mean(key, side, [i](const Measured& m) { return m.cost.cpuUsPerOp[i]; });
+        for (size_t i = 0; i < c.roundTripsPerOp.size(); ++i)
+            c.roundTripsPerOp[i] =
+                mean(key, side, [i](const Measured& m) { return m.cost.roundTripsPerOp[i]; });
+        for (const auto& m : results_)
+            if (m.scenario == key && m.side == side) c.viaProxy = c.viaProxy || m.cost.viaProxy;
+        return c;
+    };
+    auto costRows = [&](const std::string& scenario, const std::string& key,
+                        const char* a = "alone", const char* b = "tiered") {
+        OpCost ca = meanCost(key, a), cb = meanCost(key, b);
+        out.push_back({scenario, "CPU us/op client|proxy|fast|archive", cpuText(ca),
+                       o_.skipTiered ? "skipped" : cpuText(cb),
+                       ratioText(totalCpuUsPerOp(cb), totalCpuUsPerOp(ca)), "-"});
+        out.push_back({scenario, "round trips/op fast|archive", roundTripsText(ca),
+                       o_.skipTiered ? "skipped" : roundTripsText(cb), "-", "-"});
+    };
     std::string thr = fmt::format("@{} thr", o_.threads);
     const std::map<std::string, std::array<std::string, 3>> published = {
         {"shop", {"1.6x", "-", "-"}},
@@ -874,6 +947,7 @@ std::vector<Figure> Reproduction::figures() const {
         row(mix, mix, "read p99 ms", opField("READ", &OpReport::p99us), true, p[2]);
         row(mix, mix, "update p99 ms", opField("UPDATE", &OpReport::p99us), true, "-");
         row(mix, mix, "archive disk reads/s", reads, false, "-");
+        costRows(mix, mix);
     }
     if (std::isfinite(mean("fixed", "alone", ops))) {
         std::string sc = fmt::format("fixed {} req", thousands(fixedTarget_));
@@ -883,6 +957,7 @@ std::vector<Figure> Reproduction::figures() const {
         row(sc, "fixed", "read p99 ms", opField("READ", &OpReport::p99us), true,
             "81 -> 7-27 (0.09-0.33x)");
         row(sc, "fixed", "archive disk reads/s", reads, false, "2,704 -> 1,838 (0.68x)");
+        costRows(sc, "fixed");
         row("update latency (fixed)", "fixed", "update p50 ms", opField("UPDATE", &OpReport::p50us),
             true, "-");
         row("update latency (fixed)", "fixed", "update p99 ms", opField("UPDATE", &OpReport::p99us),
@@ -928,6 +1003,7 @@ std::vector<Figure> Reproduction::figures() const {
         out.push_back({sc, "docs copied up (fast - inserted)", "",
                        o_.skipTiered ? "skipped" : thousands(docs), "", "271,271 warmed"});
         row(sc, "cold", "archive disk reads/s", reads, false, "-");
+        costRows(sc, "cold");
     }
     if (std::isfinite(mean("overhead", "direct", ops))) {
         std::string sc = fmt::format("proxy overhead {}", thr);
@@ -938,6 +1014,7 @@ std::vector<Figure> Reproduction::figures() const {
         row(
             sc, "overhead", "p99 ms (all ops)",
             [](const Measured& m) { return m.report.overall.p99us; }, true, "-", "direct", "proxy");
+        costRows(sc, "overhead", "direct", "proxy");
         auto p50 = [](const Measured& m) { return m.report.overall.p50us; };
         auto p99 = [](const Measured& m) { return m.report.overall.p99us; };
         double a50 = mean("overhead-1", "direct", p50), b50 = mean("overhead-1", "proxy", p50);
@@ -950,6 +1027,7 @@ std::vector<Figure> Reproduction::figures() const {
                  ? "-"
                  : fmt::format("+{} / +{} us", thousands(b50 - a50), thousands(b99 - a99)),
              "target: added p50 <= ~2 loopback round trips"});
+        costRows("proxy overhead @1 thr", "overhead-1", "direct", "proxy");
     }
     return out;
 }
@@ -1033,12 +1111,13 @@ Status Reproduction::writeOutputs(const std::vector<Figure>& figs, const std::st
     }
     std::string warn;
     for (const auto& s : warnings_) warn += (warn.empty() ? "" : ",") + jsonString(s);
+    RunReport all = totals();
     std::ofstream(o_.outDir + "/reproduce.json")
         << fmt::format(
-               R"({{"quick":{},"confined":{},"iops_cap":{},"page_cache_dropped":{},"tiered":{},"recordcount":{},"archive_cache_gb":{},"load_seconds":{:.1f},"copy_seconds":{:.1f},"total_seconds":{:.1f},"fixed_target_ops_per_sec":{},"warnings":[{}],"figures":[{}],"runs":[{}]}})",
+               R"({{"quick":{},"confined":{},"iops_cap":{},"page_cache_dropped":{},"tiered":{},"recordcount":{},"archive_cache_gb":{},"load_seconds":{:.1f},"copy_seconds":{:.1f},"total_seconds":{:.1f},"fixed_target_ops_per_sec":{},"failed":{},"not_found":{},"warnings":[{}],"figures":[{}],"runs":[{}]}})",
                o_.quick, confined_, o_.readIops, cacheDropped_, !o_.skipTiered, o_.recordCount,
-               o_.archiveCacheGB, loadSeconds_, copySeconds_, since(started_), fixedTarget_, warn,
-               figJson, runJson)
+               o_.archiveCacheGB, loadSeconds_, copySeconds_, since(started_), fixedTarget_,
+               all.failed, all.notFound, warn, figJson, runJson)
         << "\n";
     return Status::OK();
 }
@@ -1205,6 +1284,15 @@ int Reproduction::runAll() {
     if (needArchive && !confined_)
         say("!!! UNCONFINED RUN: archive figures were measured without the read-IOPS cap !!!");
     if (!cacheDropped_) say("!!! the page cache could not be dropped between runs !!!");
+    RunReport all = totals();
+    if (all.failed > 0)
+        say(fmt::format("!!! {} operations FAILED (see the run lines); exit status {} !!!",
+                        all.failed, kExitFailedOperations));
+    if (all.notFound > 0)
+        say(
+            fmt::format("!!! {} operations were NOT_FOUND: the figures of those runs are not "
+                        "valid (see the warnings); exit status {} !!!",
+                        all.notFound, kExitNotFound));
     say(table);
     if (Status s = writeOutputs(figs, table); !s.isOK()) return fail(s);
     say(
@@ -1215,7 +1303,7 @@ int Reproduction::runAll() {
     say("report: " + o_.outDir + "/report.html");
     say("json:   " + o_.outDir + "/reproduce.json");
     if (!stopped.isOK()) return fail(stopped);
-    return 0;
+    return exitStatus(all, false);
 }
 
 }  // namespace

@@ -49,8 +49,9 @@ inline constexpr int64_t kArchiveStoreOverheadMB = 1024;
 
 ReproduceOptions resolveDefaults(ReproduceOptions o);
 
-/// Runs the reproduction. Exit status: 0 done, 1 failed, 2 bad options,
-/// 4 the tiered side needs `halocline proxy` and this binary has none.
+/// Runs the reproduction. Exit status: 0 done, 1 failed, 2 bad options, 3 operations
+/// failed, 4 the tiered side needs `halocline proxy` and this binary has none, 5 operations
+/// were NOT_FOUND (3 and 5 only once every output is written).
 int reproduce(const ReproduceOptions& opts);
 
 // Pieces exposed for tests.

@@ -21,6 +21,17 @@ int64_t wallMillis() {
         .count();
 }
 
+/// How one operation ended: YCSB's OK, NOT_FOUND, or an error. Ordered by severity.
+enum class Outcome { Ok, NotFound, Failed };
+
+/// `matchedCount` of an update reply (libmongoc's CRUD-spec reply); -1 if absent.
+int64_t matchedCount(const bson_t* reply) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, reply, "matchedCount") && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return -1;
+}
+
 struct Pool {
     mongoc_client_pool_t* pool = nullptr;
     explicit Pool(const RunOptions& o, int size, bson_error_t* err) {
@@ -194,10 +205,11 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
     struct ThreadStats {
         std::vector<uint32_t> lat[kOps];
         int64_t failed[kOps] = {};
+        int64_t notFound[kOps] = {};
     };
     std::vector<ThreadStats> stats(static_cast<size_t>(opts.threads));
     std::atomic<int64_t> remaining{spec.operationCount};
-    std::atomic<int64_t> inserted{opts.insertStart >= 0 ? opts.insertStart : spec.recordCount};
+    InsertSequence inserted(opts.insertStart >= 0 ? opts.insertStart : spec.recordCount);
     std::vector<std::atomic<int64_t>> perSecond(3600 * 4);
     std::mutex errMu;
     std::string firstError;
@@ -211,6 +223,7 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
     const int64_t lastSecond =
         opts.seconds > 0 ? static_cast<int64_t>(std::ceil(opts.seconds)) - 1 : -1;
     const int64_t now = wallMillis();
+    if (opts.onMeasureStart && opts.warmupSeconds <= 0) opts.onMeasureStart();
     std::vector<std::thread> ts;
     for (int t = 0; t < opts.threads; ++t) {
         ts.emplace_back([&, t] {
@@ -238,7 +251,7 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                 auto t0 = perThreadRate > 0 ? intended : Clock::now();
                 Op op = opsChooser.next();
                 bson_error_t e;
-                bool ok = true;
+                Outcome outcome = Outcome::Ok;
                 auto readOne = [&](int64_t record) {
                     std::string key = keyFor(record);
                     bson_t* filter = BCON_NEW("_id", BCON_UTF8(key.c_str()));
@@ -246,13 +259,15 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                     mongoc_cursor_t* cur =
                         mongoc_collection_find_with_opts(co, filter, fo, nullptr);
                     const bson_t* d;
-                    while (mongoc_cursor_next(cur, &d)) {
-                    }
-                    bool good = !mongoc_cursor_error(cur, &e);
+                    int64_t found = 0;
+                    while (mongoc_cursor_next(cur, &d)) ++found;
+                    Outcome out = mongoc_cursor_error(cur, &e) ? Outcome::Failed
+                                  : found == 0                 ? Outcome::NotFound
+                                                               : Outcome::Ok;
                     mongoc_cursor_destroy(cur);
                     bson_destroy(fo);
                     bson_destroy(filter);
-                    return good;
+                    return out;
                 };
                 auto updateOne = [&](int64_t record) {
                     std::string key = keyFor(record);
@@ -262,33 +277,41 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                     bson_t* filter = BCON_NEW("_id", BCON_UTF8(key.c_str()));
                     bson_t* upd =
                         BCON_NEW("$set", "{", field.c_str(), BCON_UTF8(value.c_str()), "}");
-                    bool good = mongoc_collection_update_one(co, filter, upd, nullptr, nullptr, &e);
+                    bson_t reply;
+                    Outcome out = Outcome::Failed;
+                    if (mongoc_collection_update_one(co, filter, upd, nullptr, &reply, &e))
+                        out = matchedCount(&reply) == 0 ? Outcome::NotFound : Outcome::Ok;
+                    bson_destroy(&reply);
                     bson_destroy(upd);
                     bson_destroy(filter);
-                    return good;
+                    return out;
                 };
                 switch (op) {
                     case Op::Read:
-                        ok = readOne(keys.next(inserted.load()));
+                        outcome = readOne(keys.next(inserted.acknowledged()));
                         break;
                     case Op::Update:
-                        ok = updateOne(keys.next(inserted.load()));
+                        outcome = updateOne(keys.next(inserted.acknowledged()));
                         break;
                     case Op::ReadModifyWrite: {
-                        int64_t r = keys.next(inserted.load());
-                        ok = readOne(r) && updateOne(r);
+                        // As YCSB: the update runs even when the read found nothing.
+                        int64_t r = keys.next(inserted.acknowledged());
+                        outcome = readOne(r);
+                        if (outcome != Outcome::Failed) outcome = std::max(outcome, updateOne(r));
                         break;
                     }
                     case Op::Insert: {
-                        int64_t r = inserted.fetch_add(1);
+                        int64_t r = inserted.claim();
                         bson_t* d = bson_new();
                         appendRecord(d, r, spec, now, rng);
-                        ok = mongoc_collection_insert_one(co, d, nullptr, nullptr, &e);
+                        if (!mongoc_collection_insert_one(co, d, nullptr, nullptr, &e))
+                            outcome = Outcome::Failed;
                         bson_destroy(d);
+                        inserted.acknowledge(r);
                         break;
                     }
                     case Op::Scan: {
-                        std::string key = keyFor(keys.next(inserted.load()));
+                        std::string key = keyFor(keys.next(inserted.acknowledged()));
                         bson_t* filter = BCON_NEW("_id", "{", "$gte", BCON_UTF8(key.c_str()), "}");
                         int64_t len =
                             1 + static_cast<int64_t>(
@@ -300,7 +323,7 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                         const bson_t* d;
                         while (mongoc_cursor_next(cur, &d)) {
                         }
-                        ok = !mongoc_cursor_error(cur, &e);
+                        if (mongoc_cursor_error(cur, &e)) outcome = Outcome::Failed;
                         mongoc_cursor_destroy(cur);
                         bson_destroy(fo);
                         bson_destroy(filter);
@@ -310,10 +333,12 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
                 auto t1 = Clock::now();
                 if (t1 < start) continue;  // warm-up
                 int idx = static_cast<int>(op);
-                if (ok) {
+                if (outcome == Outcome::Ok) {
                     my.lat[idx].push_back(static_cast<uint32_t>(std::min<int64_t>(
                         UINT32_MAX,
                         std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count())));
+                } else if (outcome == Outcome::NotFound) {
+                    my.notFound[idx]++;
                 } else {
                     my.failed[idx]++;
                     std::lock_guard lk(errMu);
@@ -330,16 +355,24 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
             mongoc_client_pool_push(pool.pool, cl);
         });
     }
+    if (opts.onMeasureStart && opts.warmupSeconds > 0) {
+        // The measured phase starts at a moment on the clock (the workers decide by the
+        // same clock which operations count); nothing here waits for another thread.
+        std::this_thread::sleep_until(start);
+        opts.onMeasureStart();
+    }
     for (auto& t : ts) t.join();
+    if (opts.onMeasureEnd) opts.onMeasureEnd();
     RunReport r;
     r.elapsedSec = std::max(0.0, std::chrono::duration<double>(Clock::now() - start).count());
     r.firstError = firstError;
-    r.nextInsert = inserted.load();
-    auto summarize = [](std::vector<uint32_t>& all, int64_t failed) {
+    r.nextInsert = inserted.claimed();
+    auto summarize = [](std::vector<uint32_t>& all, int64_t failed, int64_t notFound) {
         std::sort(all.begin(), all.end());
         OpReport rep;
         rep.ok = static_cast<int64_t>(all.size());
         rep.failed = failed;
+        rep.notFound = notFound;
         rep.p50us = percentile(all, 50);
         rep.p95us = percentile(all, 95);
         rep.p99us = percentile(all, 99);
@@ -353,18 +386,20 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
     std::vector<uint32_t> everything;
     for (int o = 0; o < kOps; ++o) {
         std::vector<uint32_t> all;
-        int64_t failed = 0;
+        int64_t failed = 0, notFound = 0;
         for (auto& s : stats) {
             all.insert(all.end(), s.lat[o].begin(), s.lat[o].end());
             failed += s.failed[o];
+            notFound += s.notFound[o];
         }
-        if (all.empty() && failed == 0) continue;
+        if (all.empty() && failed == 0 && notFound == 0) continue;
         everything.insert(everything.end(), all.begin(), all.end());
-        OpReport rep = summarize(all, failed);
+        OpReport rep = summarize(all, failed, notFound);
         r.failed += failed;
+        r.notFound += notFound;
         r.ops[opName(static_cast<Op>(o))] = rep;
     }
-    r.overall = summarize(everything, r.failed);
+    r.overall = summarize(everything, r.failed, r.notFound);
     r.opsPerSec = r.elapsedSec > 0 ? static_cast<double>(r.overall.ok) / r.elapsedSec : 0;
     auto nsecs = lastSecond >= 0 ? static_cast<size_t>(lastSecond + 1)
                                  : static_cast<size_t>(std::ceil(r.elapsedSec));
@@ -373,11 +408,12 @@ StatusWith<RunReport> run(const WorkloadSpec& spec, const RunOptions& opts) {
     return r;
 }
 
-std::string toJson(const RunReport& r, const WorkloadSpec& spec, const RunOptions& opts) {
+std::string toJson(const RunReport& r, const WorkloadSpec& spec, const RunOptions& opts,
+                   std::string_view extraFields) {
     auto opJson = [](const OpReport& o) {
         return fmt::format(
-            R"({{"ok":{},"failed":{},"p50_us":{},"p95_us":{},"p99_us":{},"p999_us":{},"max_us":{},"mean_us":{:.1f}}})",
-            o.ok, o.failed, o.p50us, o.p95us, o.p99us, o.p999us, o.maxus, o.meanus);
+            R"({{"ok":{},"failed":{},"not_found":{},"p50_us":{},"p95_us":{},"p99_us":{},"p999_us":{},"max_us":{},"mean_us":{:.1f}}})",
+            o.ok, o.failed, o.notFound, o.p50us, o.p95us, o.p99us, o.p999us, o.maxus, o.meanus);
     };
     std::string ops;
     for (const auto& [name, o] : r.ops) {
@@ -388,10 +424,25 @@ std::string toJson(const RunReport& r, const WorkloadSpec& spec, const RunOption
     for (size_t i = 0; i < r.perSecond.size(); ++i)
         timeline += (i ? "," : "") + std::to_string(r.perSecond[i]);
     return fmt::format(
-        R"({{"label":{},"workload":{},"threads":{},"target_ops_per_sec":{},"recordcount":{},"requestdistribution":"{}","warmup_sec":{},"elapsed_sec":{:.3f},"ops_per_sec":{:.1f},"failed":{},"overall":{},"operations":{{{}}},"per_second":[{}]}})",
+        R"({{"label":{},"workload":{},"threads":{},"target_ops_per_sec":{},"recordcount":{},"requestdistribution":"{}","warmup_sec":{},"elapsed_sec":{:.3f},"ops_per_sec":{:.1f},"failed":{},"not_found":{},"expect_misses":{},"overall":{},"operations":{{{}}},{}{}"per_second":[{}]}})",
         jsonString(opts.label), jsonString(spec.name), opts.threads, opts.targetOpsPerSec,
         spec.recordCount, spec.requestDistribution, opts.warmupSeconds, r.elapsedSec, r.opsPerSec,
-        r.failed, opJson(r.overall), ops, timeline);
+        r.failed, r.notFound, opts.expectMisses, opJson(r.overall), ops, extraFields,
+        extraFields.empty() ? "" : ",", timeline);
+}
+
+int exitStatus(const RunReport& r, bool expectMisses) {
+    if (r.failed > 0) return kExitFailedOperations;
+    if (r.notFound > 0 && !expectMisses) return kExitNotFound;
+    return 0;
+}
+
+std::string notFoundByOperation(const RunReport& r) {
+    std::string out;
+    for (const auto& [name, o] : r.ops)
+        if (o.notFound > 0)
+            out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, o.notFound);
+    return out;
 }
 
 std::string jsonString(std::string_view s) {
@@ -410,15 +461,25 @@ std::string jsonString(std::string_view s) {
     return out + "\"";
 }
 
-std::string toTable(const RunReport& r) {
-    std::string out = fmt::format("{:<18} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n", "operation",
-                                  "ok", "failed", "p50 us", "p95 us", "p99 us", "p99.9 us");
+std::string toTable(const RunReport& r, bool expectMisses) {
+    std::string out =
+        fmt::format("{:<18} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "operation", "ok",
+                    "failed", "NOT_FOUND", "p50 us", "p95 us", "p99 us", "p99.9 us");
     for (const auto& [name, o] : r.ops)
-        out += fmt::format("{:<18} {:>10} {:>8} {:>10.0f} {:>10.0f} {:>10.0f} {:>10.0f}\n", name,
-                           o.ok, o.failed, o.p50us, o.p95us, o.p99us, o.p999us);
-    out += fmt::format("throughput {:.0f} ops/s over {:.1f} s, {} failed\n", r.opsPerSec,
-                       r.elapsedSec, r.failed);
+        out += fmt::format("{:<18} {:>10} {:>8} {:>10} {:>10.0f} {:>10.0f} {:>10.0f} {:>10.0f}\n",
+                           name, o.ok, o.failed, o.notFound, o.p50us, o.p95us, o.p99us, o.p999us);
+    out += fmt::format("throughput {:.0f} ops/s over {:.1f} s, {} failed, {} NOT_FOUND\n",
+                       r.opsPerSec, r.elapsedSec, r.failed, r.notFound);
     if (!r.firstError.empty()) out += "first error: " + r.firstError + "\n";
+    if (r.notFound > 0)
+        out += expectMisses
+                   ? fmt::format("NOT_FOUND ({}): expected (--expect-misses)\n",
+                                 notFoundByOperation(r))
+                   : fmt::format(
+                         "NOT_FOUND ({}): these operations found no document. The keys do not "
+                         "match the data (is recordcount what was loaded?); exit status {}. "
+                         "Pass --expect-misses if the workload means to miss.\n",
+                         notFoundByOperation(r), kExitNotFound);
     return out;
 }
 

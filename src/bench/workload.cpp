@@ -184,6 +184,22 @@ Op OpChooser::next() {
     return Op::ReadModifyWrite;
 }
 
+void InsertSequence::acknowledge(int64_t record) {
+    std::lock_guard lk(mu_);
+    int64_t limit = acked_.load(std::memory_order_relaxed);
+    if (record < limit) return;
+    if (record > limit) {
+        early_.insert(record);
+        return;
+    }
+    ++limit;
+    while (!early_.empty() && *early_.begin() == limit) {
+        early_.erase(early_.begin());
+        ++limit;
+    }
+    acked_.store(limit, std::memory_order_release);
+}
+
 std::string keyFor(int64_t record) {
     return fmt::format("user{:012d}", record);
 }

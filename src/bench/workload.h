@@ -2,10 +2,13 @@
 // YCSB core-workload semantics (property names as YCSB spells them), plus the
 // date field every Halocline benchmark document carries as its tiering age
 // field. Pure logic: no I/O, deterministic for a given seed.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 
 #include "common/status.h"
@@ -70,6 +73,32 @@ class OpChooser {
   private:
     const WorkloadSpec& spec_;
     std::mt19937_64 rng_;
+};
+
+/// Record numbers for inserts, and how far they have finished: YCSB's
+/// AcknowledgedCounterGenerator. Reads and updates choose among records below
+/// acknowledged(), so a record whose insert is still in flight is never looked
+/// up (with `latest`, the newest record is the most popular one: without this a
+/// correct run would count NOT_FOUNDs). An insert is acknowledged when it ends,
+/// failed or not, as in YCSB. Thread-safe.
+class InsertSequence {
+  public:
+    /// Records below `start` exist already.
+    explicit InsertSequence(int64_t start) : next_(start), acked_(start) {}
+    /// The record number the next insert uses.
+    int64_t claim() { return next_.fetch_add(1); }
+    /// The insert of `record` (a number claim() returned) has ended.
+    void acknowledge(int64_t record);
+    /// Every record below this has been inserted (or its insert has ended).
+    int64_t acknowledged() const { return acked_.load(std::memory_order_acquire); }
+    /// The record number claim() would return next.
+    int64_t claimed() const { return next_.load(); }
+
+  private:
+    std::atomic<int64_t> next_;
+    std::atomic<int64_t> acked_;
+    std::mutex mu_;
+    std::set<int64_t> early_;  // acknowledged above acked_, waiting for the ones below
 };
 
 /// Record number -> key ("user" + zero-padded hash, YCSB's ordered=false keys are

@@ -89,6 +89,22 @@ test('bench report plots two runs side by side, rendered by headless Chromium', 
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     files.push(out);
   }
+  // What `bench reproduce` adds to each run: the cost per operation (a proxy that does not
+  // report archive round trips yet shows n/a; the alone side has no proxy and no fast tier).
+  const withCost = (file, fields) => {
+    const run = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.writeFileSync(file, JSON.stringify({ ...run, ...fields }));
+  };
+  withCost(files[0], {
+    measured_ops: 1000,
+    cpu_us_per_op: { client: 101.4, proxy: null, fast: null, archive: 210 },
+    round_trips_per_op: null,
+  });
+  withCost(files[1], {
+    measured_ops: 1000,
+    cpu_us_per_op: { client: 99, proxy: 80.2, fast: 40, archive: 150 },
+    round_trips_per_op: { fast: 1.234, archive: null },
+  });
   const html = path.join(dir, 'report.html');
   const rep = await runProgram(bin, ['bench', 'report', '--out', html, ...files]);
   assert.equal(rep.code, 0, rep.stderr);
@@ -120,6 +136,15 @@ test('bench report plots two runs side by side, rendered by headless Chromium', 
     }
   }
   assert.match(dom, /<table>[\s\S]*archive alone[\s\S]*<\/table>/, 'the numbers table is there too');
+  assert.match(dom, /<th>NOT_FOUND<\/th>/, 'the numbers table has a NOT_FOUND column');
+  const cost = /<table data-table="cost">([\s\S]*?)<\/table>/.exec(dom);
+  assert.ok(cost, 'the cost-per-operation table is drawn');
+  const rows = [...cost[1].matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((m) => [...m[1].matchAll(/<t[dh]>([^<]*)<\/t[dh]>/g)].map((c) => c[1]));
+  assert.deepEqual(rows, [
+    ['system', 'CPU us/op client', 'proxy', 'fast', 'archive', 'all', 'round trips/op fast', 'archive'],
+    ['archive alone', '101', '-', '-', '210', '311', '-', '-'],
+    ['tiered', '99', '80', '40', '150', '369', '1.23', 'n/a'],
+  ]);
 
   const bad = await runProgram(bin, ['bench', 'report', '--out', path.join(dir, 'x.html'), html]);
   assert.equal(bad.code, 2, 'a file that is not a run report is refused');

@@ -50,11 +50,36 @@ function checkOutputs(r) {
   assert.equal(json.quick, true);
   if (!json.confined) assert.match(r.stdout, /UNCONFINED RUN/);
   assert.ok(json.figures.length > 10, 'a row per published figure');
+  assert.equal(json.failed, 0);
+  assert.equal(json.not_found, 0, 'every key the runs looked up exists, on both sides');
+  assert.doesNotMatch(r.stdout, /NOT_FOUND in /);
   for (const run of json.runs) {
-    assert.equal(run.run.failed, 0, `${run.scenario} ${run.side} #${run.round}: no operation failed or was refused`);
-    assert.ok(run.run.ops_per_sec > 0, `${run.scenario} ${run.side} #${run.round} did work`);
+    const name = `${run.scenario} ${run.side} #${run.round}`;
+    assert.equal(run.run.failed, 0, `${name}: no operation failed or was refused`);
+    assert.equal(run.run.not_found, 0, `${name}: no operation found nothing`);
+    assert.ok(run.run.ops_per_sec > 0, `${name} did work`);
     assert.ok(run.run.per_second.length >= 2, 'a per-second timeline');
+    // CPU per operation of the client and of every process the side has, never of others.
+    const cpu = run.run.cpu_us_per_op;
+    const viaProxy = run.side === 'tiered' || run.side === 'proxy';
+    assert.ok(run.run.measured_ops > 0, name);
+    assert.ok(cpu.client > 0, `${name}: client CPU per op ${cpu.client}`);
+    assert.ok(cpu.archive >= 0, `${name}: archive CPU per op ${cpu.archive}`);
+    for (const p of ['proxy', 'fast']) {
+      if (viaProxy) assert.ok(cpu[p] >= 0, `${name}: ${p} CPU per op ${cpu[p]}`);
+      else assert.equal(cpu[p], null, `${name}: no ${p} process`);
+    }
+    // Round trips: only through a proxy; null per tier where the proxy has no such counter.
+    if (!viaProxy) assert.equal(run.run.round_trips_per_op, null, name);
+    else for (const t of ['fast', 'archive']) {
+      const v = run.run.round_trips_per_op[t];
+      assert.ok(v === null || v >= 0, `${name}: ${t} round trips per op ${v}`);
+    }
   }
+  assert.match(r.stdout, /CPU us\/op client\|proxy\|fast\|archive +\d+\|-\|-\|\d+/, 'per-run line and table rows');
+  const costRows = json.figures.filter((f) => f.metric === 'CPU us/op client|proxy|fast|archive');
+  assert.ok(costRows.length >= 6, 'a CPU row per scenario');
+  assert.ok(json.figures.filter((f) => f.metric === 'round trips/op fast|archive').length === costRows.length);
   const html = fs.readFileSync(path.join(r.out, 'report.html'), 'utf8');
   assert.match(html, /data-section="0"/);
   assert.doesNotMatch(html, /\s(src|href)=/, 'the report is self-contained');
@@ -98,6 +123,13 @@ test('bench reproduce --quick: the whole reproduction, tiered side included [NEE
   for (const f of json.figures) assert.notEqual(f.tiered, 'skipped', `${f.scenario} ${f.metric}`);
   for (const run of json.runs.filter((x) => x.scenario === 'cold' && x.side === 'tiered')) {
     assert.ok(run.fast_docs >= 0, 'the fast tier was counted after each cold-start run');
+  }
+  for (const f of json.figures.filter((x) => x.metric === 'round trips/op fast|archive')) {
+    assert.match(f.tiered, /^(\d+\.\d\d|n\/a)\|(\d+\.\d\d|n\/a)$/, `${f.scenario}: round trips through the proxy`);
+  }
+  for (const f of json.figures.filter((x) => x.metric === 'CPU us/op client|proxy|fast|archive')) {
+    assert.match(f.tiered, /^\d+\|\d+\|\d+\|\d+$/, `${f.scenario}: every process's CPU through the proxy`);
+    assert.match(f.ratio, /^\d+\.\d\dx$/);
   }
   const html = fs.readFileSync(path.join(r.out, 'report.html'), 'utf8');
   assert.match(html, /"label":"tiered #1"/);

@@ -82,6 +82,53 @@ TEST(RampTest, FailedOperationsStopTheRampAndNeverCountAsUnder) {
     EXPECT_FALSE(res.getValue().steps[1].under);
     EXPECT_EQ(res.getValue().best, 0);
     EXPECT_NE(res.getValue().stopReason.find("failed"), std::string::npos);
+    EXPECT_EQ(rampExitStatus(res.getValue(), o), kExitFailedOperations);
+}
+
+TEST(RampTest, NotFoundStopsTheRampUnlessMissesAreExpected) {
+    RampOptions o;
+    o.maxThreads = 8;
+    auto withMisses = [](int t) -> StatusWith<RunReport> {
+        RunReport r = reportWith(100 * t, 100);
+        if (t == 2) {
+            r.notFound = 7;
+            r.ops["READ"].notFound = 7;
+        }
+        return r;
+    };
+    auto res = runRamp(o, withMisses, nullptr, nullptr);
+    ASSERT_TRUE(res.isOK());
+    const RampResult& r = res.getValue();
+    ASSERT_EQ(r.steps.size(), 2u);
+    EXPECT_FALSE(r.steps[1].under);  // fast because it read nothing: never the best step
+    EXPECT_EQ(r.best, 0);
+    EXPECT_NE(r.stopReason.find("NOT_FOUND: READ 7"), std::string::npos);
+    EXPECT_NE(rampStepLine(r.steps[1], o).find("(7 NOT_FOUND)"), std::string::npos);
+    EXPECT_EQ(rampExitStatus(r, o), kExitNotFound);
+    EXPECT_NE(rampToJson(r, o, WorkloadSpec::preset("shop").getValue()).find(R"("not_found":7)"),
+              std::string::npos);
+
+    o.expectMisses = true;
+    auto expected = runRamp(o, withMisses, nullptr, nullptr);
+    ASSERT_TRUE(expected.isOK());
+    EXPECT_EQ(expected.getValue().steps.size(), 4u);  // 1, 2, 4, 8
+    EXPECT_TRUE(expected.getValue().steps[1].under);
+    EXPECT_NE(rampStepLine(expected.getValue().steps[1], o).find("(7 NOT_FOUND, expected)"),
+              std::string::npos);
+    EXPECT_EQ(rampExitStatus(expected.getValue(), o), 0);
+}
+
+TEST(RampTest, ExitStatusSaysFailedBeforeNotFound) {
+    RampOptions o;
+    RampResult r;
+    r.steps.resize(2);
+    r.steps[0].report.notFound = 1;
+    EXPECT_EQ(rampExitStatus(r, o), kExitNotFound);
+    r.steps[1].report.failed = 1;
+    EXPECT_EQ(rampExitStatus(r, o), kExitFailedOperations);
+    r.steps[1].report.failed = 0;
+    r.steps[0].report.notFound = 0;
+    EXPECT_EQ(rampExitStatus(r, o), 0);
 }
 
 TEST(RampTest, StepErrorsPropagateAndJsonListsEveryStep) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <vector>
+
 namespace halo::bench {
 namespace {
 
@@ -64,6 +67,41 @@ TEST(WorkloadTest, DatesSpreadOverTheSpanNewestLast) {
     EXPECT_LT(dateFor(10, 1000, now, span), dateFor(11, 1000, now, span));
     EXPECT_EQ(dateFor(1000, 1000, now, span), now);  // inserted during the run: newest
     EXPECT_LT(keyFor(9), keyFor(10));                // keys sort in record order
+}
+
+TEST(WorkloadTest, InsertSequenceAcknowledgesOnlyWhatFinishedBelow) {
+    InsertSequence seq(100);
+    EXPECT_EQ(seq.acknowledged(), 100);
+    int64_t a = seq.claim(), b = seq.claim(), c = seq.claim();
+    EXPECT_EQ(a, 100);
+    EXPECT_EQ(c, 102);
+    EXPECT_EQ(seq.claimed(), 103);
+    // 101 and 102 finish first: 100 is still in flight, so nothing above 99 may be read.
+    seq.acknowledge(c);
+    seq.acknowledge(b);
+    EXPECT_EQ(seq.acknowledged(), 100);
+    seq.acknowledge(a);  // now 100, 101, 102 are all there
+    EXPECT_EQ(seq.acknowledged(), 103);
+    seq.acknowledge(a);  // twice is harmless
+    EXPECT_EQ(seq.acknowledged(), 103);
+}
+
+TEST(WorkloadTest, InsertSequenceUnderConcurrentInserts) {
+    InsertSequence seq(0);
+    std::vector<std::thread> ts;
+    std::atomic<bool> aboveClaimed{false};
+    for (int t = 0; t < 8; ++t)
+        ts.emplace_back([&] {
+            for (int i = 0; i < 2000; ++i) {
+                int64_t r = seq.claim();
+                if (seq.acknowledged() > seq.claimed()) aboveClaimed = true;
+                seq.acknowledge(r);
+            }
+        });
+    for (auto& t : ts) t.join();
+    EXPECT_FALSE(aboveClaimed.load());
+    EXPECT_EQ(seq.acknowledged(), 16000);
+    EXPECT_EQ(seq.claimed(), 16000);
 }
 
 }  // namespace
