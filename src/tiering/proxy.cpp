@@ -119,7 +119,8 @@ Frame buildForward(const wire::OpMsg& msg, const bson_t* body) {
 }
 
 StatusWith<bson::Doc> bodyOf(const Frame& f) {
-    auto m = wire::parseOpMsg(f);
+    // A tier's reply: bounds only (Validation::Bounds); clients' requests are validated fully.
+    auto m = wire::parseOpMsg(f, wire::Validation::Bounds);
     if (!m.isOK()) return m.getStatus();
     return bson::Doc::copyOf(m.getValue().body.data(), m.getValue().body.size());
 }

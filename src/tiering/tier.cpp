@@ -202,7 +202,7 @@ StatusWith<bson::Doc> replyBody(const Frame& f) {
     auto h = wire::parseHeader(f);
     if (!h.isOK()) return h.getStatus();
     if (h.getValue().opCode == static_cast<int32_t>(wire::OpCode::Msg)) {
-        auto m = wire::parseOpMsg(f);
+        auto m = wire::parseOpMsg(f, wire::Validation::Bounds);
         if (!m.isOK()) return m.getStatus();
         return bson::Doc::copyOf(m.getValue().body.data(), m.getValue().body.size());
     }

@@ -39,7 +39,8 @@ void finishFrame(std::vector<uint8_t>& out) {
 }
 
 /// Reads one BSON document at the front of `rest`, bounded and validated.
-StatusWith<std::span<const uint8_t>> takeDocument(std::span<const uint8_t>& rest) {
+StatusWith<std::span<const uint8_t>> takeDocument(std::span<const uint8_t>& rest,
+                                                  Validation v = Validation::Full) {
     if (rest.size() < 5) return Status(ErrorCode::InvalidBSON, "truncated BSON document");
     int32_t len = readI32(rest.data());
     if (len < 5 || static_cast<size_t>(len) > rest.size())
@@ -50,8 +51,12 @@ StatusWith<std::span<const uint8_t>> takeDocument(std::span<const uint8_t>& rest
             fmt::format("BSONObj size: {} is invalid. Size must be between 0 and {}(16MB)", len,
                         kMaxBsonObjectSize));
     auto doc = rest.first(static_cast<size_t>(len));
-    Status s = bson::validate(doc.data(), doc.size());
-    if (!s.isOK()) return s;
+    if (v == Validation::Full) {
+        Status s = bson::validate(doc.data(), doc.size());
+        if (!s.isOK()) return s;
+    } else if (doc.back() != 0) {
+        return Status(ErrorCode::InvalidBSON, "BSON document without its terminating zero");
+    }
     rest = rest.subspan(static_cast<size_t>(len));
     return doc;
 }
@@ -100,7 +105,7 @@ StatusWith<Header> parseHeader(std::span<const uint8_t> bytes) {
     return h;
 }
 
-StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
+StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame, Validation v) {
     OpMsg msg;
     if (frame.size() < static_cast<size_t>(kHeaderSize))
         return Status(ErrorCode::ProtocolError, "OP_MSG too short");
@@ -126,7 +131,7 @@ StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
         rest = rest.subspan(1);
         if (kind == 0) {
             if (haveBody) return Status(ErrorCode::ProtocolError, "OP_MSG has more than one body");
-            auto doc = takeDocument(rest);
+            auto doc = takeDocument(rest, v);
             if (!doc.isOK()) return doc.getStatus();
             msg.body = doc.getValue();
             haveBody = true;
@@ -144,7 +149,7 @@ StatusWith<OpMsg> parseOpMsg(std::span<const uint8_t> frame) {
             DocumentSequence seq;
             seq.identifier = std::move(id.getValue());
             while (!section.empty()) {
-                auto doc = takeDocument(section);
+                auto doc = takeDocument(section, v);
                 if (!doc.isOK()) return doc.getStatus();
                 seq.documents.push_back(doc.getValue());
             }

@@ -92,6 +92,21 @@ TEST(WireTest, TruncatedAndGarbageMessagesAreRejected) {
     EXPECT_FALSE(parseOpMsg(badFlags).isOK());
 }
 
+TEST(WireTest, BoundsValidationChecksOnlyTheDocumentsFrame) {
+    auto body = bson::Doc::fromJsonOrDie(R"({"ok": 1, "v": "abc"})");
+    auto frame = buildOpMsg(1, 0, body.get());
+    // A key byte that is not UTF-8: full validation refuses it, bounds do not look.
+    size_t key = frame.size() - body.size() + 4 + 1;  // first element's key
+    ASSERT_EQ(frame[key], 'o');
+    frame[key] = 0xFF;
+    EXPECT_FALSE(parseOpMsg(frame).isOK());
+    EXPECT_TRUE(parseOpMsg(frame, Validation::Bounds).isOK());
+    // Without its terminating zero the document is refused either way.
+    auto cut = buildOpMsg(1, 0, body.get());
+    cut.back() = 1;
+    EXPECT_FALSE(parseOpMsg(cut, Validation::Bounds).isOK());
+}
+
 TEST(WireTest, OpQueryRoundTrip) {
     auto q = bson::Doc::fromJsonOrDie(R"({"isMaster": 1})");
     auto frame = buildOpQuery(5, "admin.$cmd", q.get());
