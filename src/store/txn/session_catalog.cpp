@@ -110,7 +110,7 @@ void SessionCatalog::end(const bson_t* lsid) {
 void SessionCatalog::begin(SessionState& st, int64_t txnNumber) {
     if (st.txn == SessionState::Txn::InProgress) abort(st);
     st.wtSession = engine_.newSession();
-    st.wtSession->begin("isolation=snapshot");
+    st.wtSession->begin();
     st.txnOps.clear();
     st.txnNumber = txnNumber;
     st.txn = SessionState::Txn::InProgress;
