@@ -90,7 +90,10 @@ bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out) {
 
 bool subDocument(const bson_t* doc, std::string_view field, bson_t* out) {
     bson_iter_t it;
-    if (!find(doc, field, &it)) return false;
+    return find(doc, field, &it) && subDocumentAt(it, out);
+}
+
+bool subDocumentAt(const bson_iter_t& it, bson_t* out) {
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) return false;
     uint32_t len;
     const uint8_t* data;

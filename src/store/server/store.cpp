@@ -177,12 +177,18 @@ std::string Store::hostAndPort() const {
 
 void Store::runCommand(ClientState& client, std::string_view db, const bson_t* cmd, bson_t* reply,
                        Deferral* deferral, bool finalAttempt) {
-    bson_iter_t it;
-    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
+    bson::Fields fields(cmd);
+    runCommand(client, db, fields, reply, deferral, finalAttempt);
+}
+
+void Store::runCommand(ClientState& client, std::string_view db, const bson::Fields& args,
+                       bson_t* reply, Deferral* deferral, bool finalAttempt) {
+    const bson_t* cmd = args.doc();
+    if (args.size() == 0) {
         appendError(reply, Status(ErrorCode::FailedToParse, "Empty command"));
         return;
     }
-    std::string_view name = bson_iter_key(&it);
+    std::string_view name = args.key(0);
     counters_.command++;
     Oplog::resetLastCommittedOnThisThread();
     const CommandSpec* spec = CommandRegistry::instance().find(name);
@@ -210,10 +216,10 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
             return;
         }
     }
-    OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
+    OperationContext op{*this, client, std::string(db), cmd, args, name, deferral, finalAttempt};
     bson_t body = BSON_INITIALIZER;
     try {
-        gossipClusterTime(cmd);
+        gossipClusterTime(args);
         runWithSession(op, *spec, &body);
         bson_concat(reply, &body);
         bson_iter_t okIt;
@@ -225,7 +231,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     } catch (const DBException& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
-        appendErrorLabels(reply, e.status(), bson_has_field(cmd, "autocommit"));
+        appendErrorLabels(reply, e.status(), args.has("autocommit"));
     } catch (const std::exception& e) {
         bson_reinit(reply);
         appendError(reply, Status(ErrorCode::InternalError, e.what()));
@@ -300,10 +306,10 @@ Status Store::authorize(ClientState& client, std::string_view db, std::string_vi
     return notAuthorized(db, cmd);
 }
 
-void Store::gossipClusterTime(const bson_t* cmd) {
+void Store::gossipClusterTime(const bson::Fields& cmd) {
     bson_t ct;
     bson_iter_t it;
-    if (bson::subDocument(cmd, "$clusterTime", &ct) && bson::find(&ct, "clusterTime", &it) &&
+    if (cmd.subDocument("$clusterTime", &ct) && bson::find(&ct, "clusterTime", &it) &&
         BSON_ITER_HOLDS_TIMESTAMP(&it)) {
         Timestamp t;
         bson_iter_timestamp(&it, &t.secs, &t.inc);
@@ -371,9 +377,9 @@ struct CurrentOperationScope {
 
 }  // namespace
 
-void Store::waitForReadConcern(const bson_t* cmd) {
+void Store::waitForReadConcern(const bson::Fields& cmd) {
     bson_t rc;
-    if (!bson::subDocument(cmd, "readConcern", &rc)) return;
+    if (!cmd.subDocument("readConcern", &rc)) return;
     bson_iter_t it;
     if (bson::find(&rc, "level", &it)) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -422,7 +428,7 @@ bool pureRead(const OperationContext& op) {
     if (op.name == "find" || op.name == "count" || op.name == "distinct") return true;
     if (op.name != "aggregate") return false;
     bson_iter_t it, stages;
-    if (!bson::find(op.cmd, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return false;
+    if (!op.args.find("pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return false;
     bson_iter_recurse(&it, &stages);
     while (bson_iter_next(&stages)) {
         bson_iter_t stage;
@@ -459,10 +465,10 @@ void runOutsideTransaction(OperationContext& op, const CommandSpec& spec, bson_t
 }  // namespace
 
 void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
-    if (isReplicaSet()) waitForReadConcern(op.cmd);
+    if (isReplicaSet()) waitForReadConcern(op.args);
     bson_t lsidDoc;
-    if (!bson::subDocument(op.cmd, "lsid", &lsidDoc)) {
-        if (bson_has_field(op.cmd, "txnNumber"))
+    if (!op.args.subDocument("lsid", &lsidDoc)) {
+        if (op.args.has("txnNumber"))
             uasserted(ErrorCode::IllegalOperation,
                       "Transaction numbers are only allowed on commands with a session id");
         runOutsideTransaction(op, spec, body);
@@ -470,12 +476,11 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     }
     auto st = sessions_->get(&lsidDoc);
     bson_iter_t it;
-    bool haveTxnNumber = bson::find(op.cmd, "txnNumber", &it);
+    bool haveTxnNumber = op.args.find("txnNumber", &it);
     int64_t txnNumber = haveTxnNumber ? bson_iter_as_int64(&it) : -1;
     bool autocommitFalse =
-        bson::find(op.cmd, "autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
-    bool startTxn =
-        bson::find(op.cmd, "startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
+        op.args.find("autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
+    bool startTxn = op.args.find("startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
     if (op.name == "endSessions") {
         spec.run(op, body);
         return;

@@ -14,6 +14,7 @@
 
 #include "auth/scram.h"
 #include "bson/doc.h"
+#include "bson/fields.h"
 #include "common/status.h"
 #include "net/listener.h"
 #include "store/authz/authorization.h"
@@ -99,6 +100,9 @@ class Store {
     /// (then `reply` is to be discarded).
     void runCommand(ClientState& client, std::string_view db, const bson_t* cmd, bson_t* reply,
                     Deferral* deferral = nullptr, bool finalAttempt = true);
+    /// The same, with the command's fields already read (bson::Fields over it).
+    void runCommand(ClientState& client, std::string_view db, const bson::Fields& cmd,
+                    bson_t* reply, Deferral* deferral = nullptr, bool finalAttempt = true);
 
     bool isReplicaSet() const { return !opts_.replSet.empty(); }
     bool authEnabled() const { return opts_.auth; }
@@ -117,8 +121,8 @@ class Store {
     asio::io_context& io() { return io_; }
 
   private:
-    void gossipClusterTime(const bson_t* cmd);
-    void waitForReadConcern(const bson_t* cmd);
+    void gossipClusterTime(const bson::Fields& cmd);
+    void waitForReadConcern(const bson::Fields& cmd);
     void appendClusterTime(bson_t* reply);
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
