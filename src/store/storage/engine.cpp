@@ -29,7 +29,8 @@ Session::~Session() {
 
 Cursor Session::open(const std::string& uri, const char* config) {
     WT_CURSOR* c = nullptr;
-    wtCheck(s_->open_cursor(s_, uri.c_str(), nullptr, config, &c), "open_cursor " + uri);
+    int ret = s_->open_cursor(s_, uri.c_str(), nullptr, config, &c);
+    if (ret != 0) wtCheck(ret, "open_cursor " + uri);  // the message only when it failed
     return Cursor(c);
 }
 
