@@ -10,25 +10,24 @@ Fields::Fields(const bson_t* doc) : doc_(doc) {
     bson_iter_t it;
     if (!bson_iter_init(&it, doc)) return;
     while (bson_iter_next(&it)) {
+        Field f{it, bson_iter_key(&it), bson_iter_key_len(&it)};
         if (n_ < kInline)
-            inline_[n_].it = it;
+            inline_[n_] = f;
         else
-            more_.push_back(Field{it});
+            more_.push_back(f);
         ++n_;
     }
 }
 
 std::string_view Fields::key(size_t i) const {
-    const bson_iter_t& it = at(i);
-    return {bson_iter_key(&it), bson_iter_key_len(&it)};
+    const Field& f = field(i);
+    return {f.key, f.keyLen};
 }
 
 const bson_iter_t* Fields::findIter(std::string_view key) const {
     for (size_t i = 0; i < n_; ++i) {
-        const bson_iter_t& it = at(i);
-        if (bson_iter_key_len(&it) == key.size() &&
-            std::memcmp(bson_iter_key(&it), key.data(), key.size()) == 0)
-            return &it;
+        const Field& f = field(i);
+        if (f.keyLen == key.size() && std::memcmp(f.key, key.data(), key.size()) == 0) return &f.it;
     }
     return nullptr;
 }

@@ -10,6 +10,7 @@
 #include <bson/bson.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -26,9 +27,7 @@ class Fields {
     const bson_t* doc() const { return doc_; }
     size_t size() const { return n_; }
     /// The i-th field, in document order.
-    const bson_iter_t& at(size_t i) const {
-        return i < kInline ? inline_[i].it : more_[i - kInline].it;
-    }
+    const bson_iter_t& at(size_t i) const { return field(i).it; }
     std::string_view key(size_t i) const;
 
     /// The first field named `key`, as bson::find(doc, key, out) finds it.
@@ -40,10 +39,14 @@ class Fields {
 
   private:
     static constexpr size_t kInline = 16;
-    // bson_iter_t's alignment (128) exceeds its size: arrays need a wrapper.
+    // bson_iter_t's alignment (128) exceeds its size: arrays need a wrapper,
+    // which also keeps the name at hand (it fits in the same 128 bytes).
     struct Field {
         bson_iter_t it;
+        const char* key;
+        uint32_t keyLen;
     };
+    const Field& field(size_t i) const { return i < kInline ? inline_[i] : more_[i - kInline]; }
     const bson_iter_t* findIter(std::string_view key) const;
 
     const bson_t* doc_;

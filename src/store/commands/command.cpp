@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unordered_set>
+
 namespace halo::store {
 
 CommandRegistry& CommandRegistry::instance() {
@@ -125,45 +127,45 @@ bool getDoc(const bson::Fields& cmd, std::string_view field, bson_t* out,
 }
 
 void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known) {
-    static constexpr std::string_view kGeneric[] = {"$db",
-                                                    "lsid",
-                                                    "txnNumber",
-                                                    "autocommit",
-                                                    "startTransaction",
-                                                    "$clusterTime",
-                                                    "$readPreference",
-                                                    "readConcern",
-                                                    "writeConcern",
-                                                    "maxTimeMS",
-                                                    "comment",
-                                                    "apiVersion",
-                                                    "apiStrict",
-                                                    "apiDeprecationErrors",
-                                                    "$audit",
-                                                    "$client",
-                                                    "mayBypassWriteBlocking",
-                                                    "$configServerState",
-                                                    "databaseVersion",
-                                                    "shardVersion",
-                                                    "clientOperationKey",
-                                                    "txnRetryCounter",
-                                                    "$queryOptions",
-                                                    "$topologyTime",
-                                                    "$oplogQueryData",
-                                                    "$replData",
-                                                    "$gleStats",
-                                                    "$query",
-                                                    "$orderby",
-                                                    "$hint",
-                                                    "$explain",
-                                                    "$snapshot",
-                                                    "$maxTimeMS"};
+    // Hashed once: every command checks each of its fields against this list.
+    static const std::unordered_set<std::string_view> kGeneric = {"$db",
+                                                                  "lsid",
+                                                                  "txnNumber",
+                                                                  "autocommit",
+                                                                  "startTransaction",
+                                                                  "$clusterTime",
+                                                                  "$readPreference",
+                                                                  "readConcern",
+                                                                  "writeConcern",
+                                                                  "maxTimeMS",
+                                                                  "comment",
+                                                                  "apiVersion",
+                                                                  "apiStrict",
+                                                                  "apiDeprecationErrors",
+                                                                  "$audit",
+                                                                  "$client",
+                                                                  "mayBypassWriteBlocking",
+                                                                  "$configServerState",
+                                                                  "databaseVersion",
+                                                                  "shardVersion",
+                                                                  "clientOperationKey",
+                                                                  "txnRetryCounter",
+                                                                  "$queryOptions",
+                                                                  "$topologyTime",
+                                                                  "$oplogQueryData",
+                                                                  "$replData",
+                                                                  "$gleStats",
+                                                                  "$query",
+                                                                  "$orderby",
+                                                                  "$hint",
+                                                                  "$explain",
+                                                                  "$snapshot",
+                                                                  "$maxTimeMS"};
     for (size_t i = 1; i < op.args.size(); ++i) {  // after the command name
         std::string_view k = op.args.key(i);
         bool ok = false;
-        for (auto g : kGeneric) ok = ok || g == k;
         for (auto f : known) ok = ok || f == k;
-        if (!ok)
+        if (!ok && !kGeneric.contains(k))
             uasserted(ErrorCode::Location40415,
                       fmt::format("BSON field '{}.{}' is an unknown field.", op.name, k));
     }

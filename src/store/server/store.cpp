@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <vector>
+
 #include "common/log.h"
 #include "net/tls.h"
 #include "store/commands/auth_commands.h"
@@ -217,6 +220,8 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
         }
     }
     OperationContext op{*this, client, std::string(db), cmd, args, name, deferral, finalAttempt};
+    // The handler writes into `body`, which an error may leave with a child
+    // document still open: then only the whole body can be dropped.
     bson_t body = BSON_INITIALIZER;
     try {
         gossipClusterTime(args);
@@ -328,15 +333,35 @@ void Store::appendClusterTime(bson_t* reply) {
     if (own.isNull() && oplog_ && t < oplog_->lastCommitted()) t = oplog_->lastCommitted();
     if (t < own) t = own;
     appendTimestamp(reply, "operationTime", t);
-    bson_t ct, sig;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);
-    appendTimestamp(&ct, "clusterTime", clock_.latest());
-    BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
-    uint8_t zeros[20] = {};
-    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, 20);
-    BSON_APPEND_INT64(&sig, "keyId", 0);
-    bson_append_document_end(&ct, &sig);
-    bson_append_document_end(reply, &ct);
+    // {clusterTime: <t>, signature: {hash: <20 zero bytes>, keyId: 0}} is the
+    // same document on every reply but for its first value: built once, then
+    // copied with the time written in place.
+    struct Template {
+        std::vector<uint8_t> bytes;
+        Template() {
+            bson::Doc d;
+            appendTimestamp(d.mut(), "clusterTime", Timestamp{});
+            bson_t sig;
+            BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "signature", &sig);
+            uint8_t zeros[20] = {};
+            bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, 20);
+            BSON_APPEND_INT64(&sig, "keyId", 0);
+            bson_append_document_end(d.mut(), &sig);
+            bytes.assign(d.data(), d.data() + d.size());
+        }
+    };
+    static const Template tpl;
+    // The first element's value: after the length (4), its type (1) and name.
+    constexpr size_t kTimeOffset = 4 + 1 + sizeof("clusterTime");
+    uint8_t buf[128];  // the template is 88 bytes
+    HALO_INVARIANT(tpl.bytes.size() <= sizeof buf);
+    std::memcpy(buf, tpl.bytes.data(), tpl.bytes.size());
+    Timestamp latest = clock_.latest();
+    uint64_t raw = (static_cast<uint64_t>(latest.secs) << 32) | latest.inc;  // little-endian host
+    std::memcpy(buf + kTimeOffset, &raw, 8);
+    bson_t ct;
+    bson_init_static(&ct, buf, tpl.bytes.size());
+    bson_append_document(reply, "$clusterTime", 12, &ct);
 }
 
 namespace {
