@@ -58,12 +58,23 @@ Status Store::start() {
     s = sessions_->open();
     if (!s.isOK()) return s;
 
+    // Commands run to completion on the connection's thread, blocking on disk
+    // reads and on durable commits: there are more threads than cores for I/O
+    // concurrency (queue depth, commits sharing one log sync). Each thread has
+    // an io_context of its own with its share of the connections: no wake-ups
+    // of other threads to hand a ready socket or a finished write over.
+    int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
+    std::vector<asio::io_context*> contexts;
+    for (int i = 0; i < n; ++i) {
+        connectionContexts_.push_back(std::make_unique<asio::io_context>(1));
+        contexts.push_back(connectionContexts_.back().get());
+    }
     listener_ = std::make_unique<net::Listener>(
         io_, opts_.bindIp, opts_.port,
         [this](const net::ConnectionInfo& info) {
             return std::make_unique<ServiceConnection>(*this, info);
         },
-        tls.getValue());
+        tls.getValue(), contexts);
     s = listener_->start();
     if (!s.isOK()) return s;
 
@@ -109,11 +120,13 @@ Status Store::start() {
     ttlTimer_->expires_after(std::chrono::seconds(opts_.ttlMonitorSleepSecs));
     ttlTimer_->async_wait(TtlMonitor{this});
 
-    // Commands run to completion on these threads, blocking on disk reads and
-    // on durable commits: the pool is sized for I/O concurrency (queue depth,
-    // commits sharing one log sync), not for the core count.
-    int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
-    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
+    threads_.emplace_back([this] { io_.run(); });
+    for (auto& c : connectionContexts_) {
+        threads_.emplace_back([c = c.get()] {
+            auto idle = asio::make_work_guard(*c);  // runs until stop(), with or without clients
+            c->run();
+        });
+    }
     if (!opts_.auth)
         log::warning("control", 22120,
                      "Access control is not enabled for the database. Read and write access to "
@@ -135,6 +148,7 @@ void Store::stop() {
         asio::post(io_, [this] { ttlTimer_->cancel(); });
     }
     io_.stop();
+    for (auto& c : connectionContexts_) c->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
     listener_.reset();

@@ -138,7 +138,12 @@ class Store {
     std::unique_ptr<Oplog> oplog_;
     std::unique_ptr<SessionCatalog> sessions_;
     bson_oid_t processId_;
-    asio::io_context io_;
+    // Client connections, spread over these; each is run by one thread of its
+    // own, so a connection's I/O and commands never hand over between threads.
+    // Declared before io_, so destroyed after it: a pending accept on io_
+    // holds a socket of the context the next connection goes to.
+    std::vector<std::unique_ptr<asio::io_context>> connectionContexts_;
+    asio::io_context io_;  // acceptors, timers, the TTL monitor
     std::unique_ptr<net::Listener> listener_;
     std::vector<std::thread> threads_;
     std::unique_ptr<asio::steady_timer> reaperTimer_;
