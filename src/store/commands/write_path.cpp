@@ -75,7 +75,8 @@ void logCommand(Store& store, const std::string& db, const bson_t* o, const uint
 
 std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId) {
     CurrentOperation& cur = currentOperation();
-    if (!cur.retryable) return std::nullopt;
+    // A first attempt (the usual case) has nothing recorded: no read needed.
+    if (!cur.retryable || cur.freshTxnNumber) return std::nullopt;
     PooledSession s(store.catalog().sessions());
     for (int attempt = 0;; ++attempt) {
         try {

@@ -540,7 +540,7 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         if (startTxn)
             uasserted(ErrorCode::InvalidOptions, "startTransaction requires autocommit: false");
         // A retryable write (or a read carrying a txnNumber).
-        sessions_->checkTxnNumber(*st, txnNumber);
+        cur.freshTxnNumber = sessions_->checkTxnNumber(*st, txnNumber);
         cur.retryable = st.get();
         spec.run(op, body);
         return;
