@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "bson/compare.h"
 
@@ -60,6 +61,19 @@ std::string valueToString(const bson_value_t& v) {
     return inner;
 }
 
+namespace {
+
+/// mongod's maximum nesting of embedded documents and arrays (maxBSONDepth).
+constexpr size_t kMaxDepth = 200;
+
+/// One open document while validating (bson_iter_t's alignment exceeds its
+/// size, so it cannot be a vector's element type itself).
+struct OpenDocument {
+    bson_iter_t it;
+};
+
+}  // namespace
+
 Status validate(const uint8_t* data, size_t len) {
     if (len < 5) return {ErrorCode::InvalidBSON, "BSON document too small"};
     int32_t declared;
@@ -68,9 +82,50 @@ Status validate(const uint8_t* data, size_t len) {
         return {ErrorCode::InvalidBSON, "BSON document length mismatch"};
     bson_t b;
     if (!bson_init_static(&b, data, len)) return {ErrorCode::InvalidBSON, "invalid BSON document"};
-    size_t offset = 0;
-    if (!bson_validate(&b, BSON_VALIDATE_NONE, &offset)) {
-        return {ErrorCode::InvalidBSON, fmt::format("invalid BSON at offset {}", offset)};
+    // Structure only, as mongod validates what it receives: bson_iter_next
+    // checks each element's type and lengths; every embedded document, array
+    // and code-with-scope scope is checked the same way, without recursion
+    // (nesting comes from the network) and at most kMaxDepth deep. Keys and
+    // strings are not checked as UTF-8 (mongod does not; bson_validate checks
+    // every key, which cost a third of the whole validation).
+    std::vector<OpenDocument> open(1);
+    bson_iter_init(&open[0].it, &b);
+    while (!open.empty()) {
+        bson_iter_t* it = &open.back().it;
+        if (!bson_iter_next(it)) {
+            // The end of a document leaves err_off 0; anything malformed sets it.
+            if (it->err_off != 0)
+                return {ErrorCode::InvalidBSON,
+                        fmt::format("invalid BSON at offset {}", it->err_off)};
+            open.pop_back();
+            continue;
+        }
+        const uint8_t* sub = nullptr;
+        uint32_t subLen = 0;
+        switch (bson_iter_type(it)) {
+            case BSON_TYPE_DOCUMENT:
+                bson_iter_document(it, &subLen, &sub);
+                break;
+            case BSON_TYPE_ARRAY:
+                bson_iter_array(it, &subLen, &sub);
+                break;
+            case BSON_TYPE_CODEWSCOPE: {
+                uint32_t codeLen = 0;
+                bson_iter_codewscope(it, &codeLen, &subLen, &sub);
+                break;
+            }
+            default:
+                continue;
+        }
+        bson_t child;
+        if (!sub || !bson_init_static(&child, sub, subLen))
+            return {ErrorCode::InvalidBSON,
+                    fmt::format("invalid BSON at offset {}", bson_iter_offset(it))};
+        if (open.size() > kMaxDepth)
+            return {ErrorCode::Overflow,
+                    fmt::format("BSONObj exceeds maximum nested object depth: {}", kMaxDepth)};
+        open.emplace_back();
+        bson_iter_init(&open.back().it, &child);
     }
     return Status::OK();
 }
@@ -90,7 +145,10 @@ bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out) {
 
 bool subDocument(const bson_t* doc, std::string_view field, bson_t* out) {
     bson_iter_t it;
-    if (!find(doc, field, &it)) return false;
+    return find(doc, field, &it) && subDocumentAt(it, out);
+}
+
+bool subDocumentAt(const bson_iter_t& it, bson_t* out) {
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) return false;
     uint32_t len;
     const uint8_t* data;

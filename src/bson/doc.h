@@ -86,6 +86,8 @@ bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out);
 /// Reads an embedded document or array field as a static (non-owning) bson_t.
 /// Returns false when absent or of another type.
 bool subDocument(const bson_t* doc, std::string_view field, bson_t* out);
+/// The same for the field `it` points at.
+bool subDocumentAt(const bson_iter_t& it, bson_t* out);
 
 /// Appends a bson_value_t under `key`.
 inline void appendValue(bson_t* b, std::string_view key, const bson_value_t& v) {

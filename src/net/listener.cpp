@@ -16,12 +16,14 @@ constexpr int32_t kMaxFrame = 48'000'000;
 }  // namespace
 
 Listener::Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory,
-                   std::shared_ptr<TlsServerContext> tls)
+                   std::shared_ptr<TlsServerContext> tls,
+                   std::vector<asio::io_context*> connectionContexts)
     : io_(io),
       bindIp_(std::move(bindIp)),
       port_(port),
       factory_(std::move(factory)),
-      tls_(std::move(tls)) {}
+      tls_(std::move(tls)),
+      connectionContexts_(std::move(connectionContexts)) {}
 
 Listener::~Listener() {
     stop();
@@ -71,14 +73,19 @@ void Listener::stop() {
             a->close(ec);
         });
     }
-    // Sockets are touched only from the io_context, never from the caller's thread.
-    asio::post(io_, [this] {
-        std::lock_guard lk(mu_);
-        for (auto& [id, sock] : sockets_) {
+    // A socket is touched only from its own io_context, never from the
+    // caller's thread. A connection ending meanwhile leaves the map (under the
+    // lock) before its socket is destroyed, so the lookup finds it or nothing.
+    std::lock_guard lk(mu_);
+    for (auto& [id, sock] : sockets_) {
+        asio::post(sock->get_executor(), [this, id = id] {
+            std::lock_guard lk2(mu_);
+            auto it = sockets_.find(id);
+            if (it == sockets_.end()) return;
             asio::error_code ec;
-            sock->shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-        }
-    });
+            it->second->shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+        });
+    }
 }
 
 size_t Listener::openConnections() const {
@@ -91,14 +98,19 @@ asio::awaitable<void> Listener::acceptLoop() {
     auto& acc = *acceptors_[next++ % acceptors_.size()];
     while (!stopped_) {
         asio::error_code ec;
-        auto sock = co_await acc.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        asio::io_context& home =
+            connectionContexts_.empty()
+                ? io_
+                : *connectionContexts_[nextContext_++ % connectionContexts_.size()];
+        auto sock = co_await acc.async_accept(asio::any_io_executor(home.get_executor()),
+                                              asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             if (stopped_ || ec == asio::error::operation_aborted) co_return;
             continue;
         }
         sock.set_option(asio::ip::tcp::no_delay(true), ec);
         uint64_t id = nextId_++;
-        asio::co_spawn(io_, serve(std::move(sock), id), asio::detached);
+        asio::co_spawn(home, serve(std::move(sock), id), asio::detached);
     }
 }
 

@@ -54,10 +54,16 @@ class TlsServerContext;
 /// Without `tls` every connection is plain; in allowTLS/preferTLS both TLS and
 /// plain clients are served; in requireTLS a plain connection is logged and
 /// closed.
+///
+/// The acceptors run on `io`. Each accepted connection lives on `io` too, or,
+/// when `connectionContexts` is given, on the next of those in turn: a
+/// connection then stays on one context (one thread, when each is run by
+/// one), so its reads, command and reply never hand over between threads.
 class Listener {
   public:
     Listener(asio::io_context& io, std::string bindIp, uint16_t port, HandlerFactory factory,
-             std::shared_ptr<TlsServerContext> tls = nullptr);
+             std::shared_ptr<TlsServerContext> tls = nullptr,
+             std::vector<asio::io_context*> connectionContexts = {});
     ~Listener();
     Status start();
     void stop();
@@ -77,6 +83,8 @@ class Listener {
     uint16_t port_;
     HandlerFactory factory_;
     std::shared_ptr<TlsServerContext> tls_;
+    std::vector<asio::io_context*> connectionContexts_;
+    std::atomic<size_t> nextContext_{0};
     std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
     std::atomic<uint64_t> nextId_{1};
     mutable std::mutex mu_;

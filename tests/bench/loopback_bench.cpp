@@ -5,9 +5,13 @@
 // both and their ratio.
 //
 //   loopback_bench --uri mongodb://127.0.0.1:PORT [--threads 8] [--seconds 5] [--docs 10000]
+//                  [--store-pid PID]
 //
-// With no --uri it starts nothing and measures only the echo server.
+// With no --uri it starts nothing and measures only the echo server. With
+// --store-pid (the store's process, on this machine) it also prints the CPU
+// time and the context switches the store used per operation, from /proc.
 #include <mongoc/mongoc.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,6 +19,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -153,6 +160,39 @@ Result run(const std::string& uri, int threads, double seconds, int docs) {
     return r;
 }
 
+/// A process's CPU time (user + system) and context switches (every thread's,
+/// voluntary or not), from /proc.
+struct ProcessUsage {
+    double cpuSeconds = 0;
+    int64_t contextSwitches = 0;
+};
+
+ProcessUsage usageOf(int pid) {
+    ProcessUsage u;
+    std::string base = "/proc/" + std::to_string(pid);
+    std::ifstream stat(base + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    auto close = line.rfind(')');  // the name may hold spaces
+    if (close != std::string::npos) {
+        std::istringstream rest(line.substr(close + 2));
+        std::string field;
+        double ticks = 0;
+        for (int i = 3; i <= 15 && rest >> field; ++i)
+            if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+        u.cpuSeconds = ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(base + "/task", ec)) {
+        std::ifstream status(task.path() / "status");
+        while (std::getline(status, line)) {
+            if (line.find("ctxt_switches:") != std::string::npos)
+                u.contextSwitches += std::stoll(line.substr(line.find(':') + 1));
+        }
+    }
+    return u;
+}
+
 void load(const std::string& uri, int docs) {
     mongoc_client_t* c = mongoc_client_new(uri.c_str());
     mongoc_collection_t* coll = mongoc_client_get_collection(c, "bench", "loopback");
@@ -183,12 +223,13 @@ void load(const std::string& uri, int docs) {
 int main(int argc, char** argv) {
     CLI::App app{"Loopback point-read benchmark: store vs echo server"};
     std::string uri;
-    int threads = 8, docs = 10000;
+    int threads = 8, docs = 10000, storePid = 0;
     double seconds = 5;
     app.add_option("--uri", uri, "Store to measure (empty: echo server only)");
     app.add_option("--threads", threads)->capture_default_str();
     app.add_option("--seconds", seconds)->capture_default_str();
     app.add_option("--docs", docs)->capture_default_str();
+    app.add_option("--store-pid", storePid, "The store's process id: print its CPU per operation");
     CLI11_PARSE(app, argc, argv);
     mongoc_init();
 
@@ -205,9 +246,19 @@ int main(int argc, char** argv) {
                 e.opsPerSec, e.p50us, e.p99us, static_cast<long long>(e.errors));
     if (!uri.empty()) {
         load(uri, docs);
+        ProcessUsage before = storePid ? usageOf(storePid) : ProcessUsage{};
+        auto t0 = Clock::now();
         Result s = run(uri, threads, seconds, docs);
+        double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
         std::printf("store       : %10.0f ops/s  p50 %7.1f us  p99 %7.1f us  errors %lld\n",
                     s.opsPerSec, s.p50us, s.p99us, static_cast<long long>(s.errors));
+        if (storePid && s.opsPerSec > 0) {
+            ProcessUsage after = usageOf(storePid);
+            double ops = s.opsPerSec * elapsed;
+            std::printf("store CPU   : %10.1f us per op, %.2f context switches per op\n",
+                        (after.cpuSeconds - before.cpuSeconds) * 1e6 / ops,
+                        static_cast<double>(after.contextSwitches - before.contextSwitches) / ops);
+        }
         std::printf("store/echo  : %10.2f x throughput, p50 +%.1f us, p99 +%.1f us\n",
                     s.opsPerSec / e.opsPerSec, s.p50us - e.p50us, s.p99us - e.p99us);
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bson/doc.h"
+#include "bson/fields.h"
 #include "common/status.h"
 
 namespace halo::store {
@@ -37,6 +38,7 @@ struct OperationContext {
     ClientState& client;
     std::string db;                // from $db (or the OP_QUERY namespace)
     const bson_t* cmd;             // the whole command document, sequences merged in
+    const bson::Fields& args;      // cmd's top-level fields, read once: look arguments up here
     std::string_view name;         // the command name as sent
     Deferral* deferral = nullptr;  // null: the command may not wait
     bool finalAttempt = true;      // false while a wait is still possible
@@ -77,12 +79,16 @@ namespace cmdarg {
 /// The collection named by the command's first field (string), validated.
 std::string collectionName(const OperationContext& op);
 bool getBool(const bson_t* cmd, std::string_view field, bool dflt);
+bool getBool(const bson::Fields& cmd, std::string_view field, bool dflt);
 int64_t getInt(const bson_t* cmd, std::string_view field, int64_t dflt, std::string_view cmdName);
+int64_t getInt(const bson::Fields& cmd, std::string_view field, int64_t dflt,
+               std::string_view cmdName);
 /// Returns the sub-document at `field`, or nullptr-equivalent when absent.
 bool getDoc(const bson_t* cmd, std::string_view field, bson_t* out, std::string_view cmdName);
 /// Whether `field` is an argument every command accepts ($db, lsid, txnNumber,
 /// readConcern, comment, ...).
 bool isGenericArgument(std::string_view field);
+bool getDoc(const bson::Fields& cmd, std::string_view field, bson_t* out, std::string_view cmdName);
 /// Rejects fields that are neither in `known` nor generic command arguments
 /// ($db, lsid, txnNumber, readConcern, ...) with IDLUnknownField (40415), as mongod does.
 void checkFields(const OperationContext& op, std::initializer_list<std::string_view> known);

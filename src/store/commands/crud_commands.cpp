@@ -31,28 +31,36 @@ std::string nsOf(const OperationContext& op) {
     return op.db + "." + cmdarg::collectionName(op);
 }
 
-bson::Doc subDocOrEmpty(const bson_t* cmd, std::string_view field, std::string_view cmdName) {
+bson::Doc subDocOrEmpty(const bson::Fields& cmd, std::string_view field, std::string_view cmdName) {
     bson_t sub;
     if (cmdarg::getDoc(cmd, field, &sub, cmdName)) return bson::Doc::copyOf(&sub);
     return bson::Doc();
 }
 
-/// The hint field as the planner takes it: a key pattern, or {$hint: name}.
-bson::Doc hintOf(const bson_t* cmd) {
-    bson_iter_t it;
+/// The hint field (at `it`) as the planner takes it: a key pattern, or {$hint: name}.
+bson::Doc hintAt(const bson_iter_t& it) {
     bson::Doc out;
-    if (!bson::find(cmd, "hint", &it)) return out;
     if (BSON_ITER_HOLDS_UTF8(&it)) {
         BSON_APPEND_UTF8(out.mut(), "$hint", bson_iter_utf8(&it, nullptr));
     } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
         bson_t sub;
-        bson::subDocument(cmd, "hint", &sub);
+        bson::subDocumentAt(it, &sub);
         out = bson::Doc::copyOf(&sub);
     }
     return out;
 }
 
-int64_t nonNegative(const bson_t* cmd, std::string_view field, std::string_view cmdName,
+bson::Doc hintOf(const bson_t* cmd) {
+    bson_iter_t it;
+    return bson::find(cmd, "hint", &it) ? hintAt(it) : bson::Doc();
+}
+
+bson::Doc hintOf(const bson::Fields& cmd) {
+    bson_iter_t it;
+    return cmd.find("hint", &it) ? hintAt(it) : bson::Doc();
+}
+
+int64_t nonNegative(const bson::Fields& cmd, std::string_view field, std::string_view cmdName,
                     const char* what) {
     int64_t v = cmdarg::getInt(cmd, field, 0, cmdName);
     if (v < 0)
@@ -81,15 +89,15 @@ void runFind(OperationContext& op, bson_t* reply) {
                              "term"});
     op.store.counters().query++;
     FindSpec spec;
-    spec.filter = subDocOrEmpty(op.cmd, "filter", "find");
-    spec.sort = subDocOrEmpty(op.cmd, "sort", "find");
-    spec.projection = subDocOrEmpty(op.cmd, "projection", "find");
-    spec.hint = hintOf(op.cmd);
-    spec.skip = nonNegative(op.cmd, "skip", "find", "Skip");
-    spec.limit = nonNegative(op.cmd, "limit", "find", "Limit");
-    int64_t batchSize = nonNegative(op.cmd, "batchSize", "find", "BatchSize");
-    bool hasBatchSize = bson_has_field(op.cmd, "batchSize");
-    bool singleBatch = cmdarg::getBool(op.cmd, "singleBatch", false);
+    spec.filter = subDocOrEmpty(op.args, "filter", "find");
+    spec.sort = subDocOrEmpty(op.args, "sort", "find");
+    spec.projection = subDocOrEmpty(op.args, "projection", "find");
+    spec.hint = hintOf(op.args);
+    spec.skip = nonNegative(op.args, "skip", "find", "Skip");
+    spec.limit = nonNegative(op.args, "limit", "find", "Limit");
+    int64_t batchSize = nonNegative(op.args, "batchSize", "find", "BatchSize");
+    bool hasBatchSize = op.args.has("batchSize");
+    bool singleBatch = cmdarg::getBool(op.args, "singleBatch", false);
     if (spec.limit > 0 && (!hasBatchSize || batchSize > spec.limit)) {
         batchSize = spec.limit;
         hasBatchSize = true;
@@ -137,7 +145,7 @@ std::string sessionText(const std::string& idBytes) {
 
 /// A getMore must come from the session and transaction that opened the cursor
 /// (mongod's getMore checks, same codes and text).
-Status sameSessionAsCursor(const bson_t* cmd, const ClientCursor& c) {
+Status sameSessionAsCursor(const bson::Fields& cmd, const ClientCursor& c) {
     std::string lsid = sessionIdBytes(cmd);
     std::optional<int64_t> txn = txnNumberOf(cmd);
     auto fail = [&](ErrorCode code, const std::string& what) {
@@ -169,20 +177,18 @@ Status sameSessionAsCursor(const bson_t* cmd, const ClientCursor& c) {
 
 void runGetMore(OperationContext& op, bson_t* reply) {
     op.store.counters().getmore++;
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
+    bson_iter_t it = op.args.at(0);
     if (!BSON_ITER_HOLDS_INT64(&it))
         uasserted(
             ErrorCode::TypeMismatch,
             fmt::format("BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
                         bson::typeName(bson_iter_type(&it))));
     int64_t id = bson_iter_int64(&it);
-    if (!bson::find(op.cmd, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
+    if (!op.args.find("collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'getMore.collection' is missing but a required field");
     std::string ns = op.db + "." + bson_iter_utf8(&it, nullptr);
-    int64_t batchSize = nonNegative(op.cmd, "batchSize", "getMore", "BatchSize");
+    int64_t batchSize = nonNegative(op.args, "batchSize", "getMore", "BatchSize");
     bool inUse = false;
     auto cursor = op.store.cursors().checkout(id, &inUse);
     if (!cursor) {
@@ -198,7 +204,7 @@ void runGetMore(OperationContext& op, bson_t* reply) {
                                                        "cursor belongs to a different namespace {}",
                                                        ns, cns));
     }
-    Status same = sameSessionAsCursor(op.cmd, *cursor);
+    Status same = sameSessionAsCursor(op.args, *cursor);
     if (!same.isOK()) {
         op.store.cursors().checkin(std::move(cursor));
         throw DBException(same);
@@ -226,7 +232,7 @@ void runGetMore(OperationContext& op, bson_t* reply) {
             bson::subDocument(probe.get(), "nextBatch", &arr) && bson_count_keys(&arr) == 0;
         if (emptyBatch && !exhausted && cursor->awaitData && op.deferral && !op.finalAttempt) {
             // Nothing yet: wait (without a thread) for a commit or maxTimeMS, then run again.
-            int64_t maxTimeMS = cmdarg::getInt(op.cmd, "maxTimeMS", 1000, "getMore");
+            int64_t maxTimeMS = cmdarg::getInt(op.args, "maxTimeMS", 1000, "getMore");
             op.deferral->requested = true;
             op.deferral->wakeOnOplogCommit = true;
             op.deferral->seenCommitSeq = commitSeq;
@@ -261,7 +267,7 @@ HALO_REGISTER_COMMAND(CommandSpec{{"getMore"}, runGetMore});
 void runKillCursors(OperationContext& op, bson_t* reply) {
     nsOf(op);
     bson_iter_t it;
-    if (!bson::find(op.cmd, "cursors", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+    if (!op.args.find("cursors", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'killCursors.cursors' is missing but a required field");
     bson_t killed, notFound, alive, unknown;
@@ -382,15 +388,15 @@ void runInsert(OperationContext& op, bson_t* reply) {
     cmdarg::checkFields(
         op, {"documents", "ordered", "bypassDocumentValidation", "comment", "writeConcern"});
     bson_iter_t it;
-    if (!bson::find(op.cmd, "documents", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+    if (!op.args.find("documents", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'insert.documents' is missing but a required field");
-    bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
-    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
+    bool ordered = cmdarg::getBool(op.args, "ordered", true);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.args, "bypassDocumentValidation", false));
     uint32_t count = 0;
     {
         bson_t docs;
-        bson::subDocument(op.cmd, "documents", &docs);
+        op.args.subDocument("documents", &docs);
         count = bson_count_keys(&docs);
     }
     if (count == 0 || count > static_cast<uint32_t>(wire::kMaxWriteBatchSize))
@@ -648,11 +654,11 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     cmdarg::checkFields(
         op, {"updates", "ordered", "bypassDocumentValidation", "comment", "writeConcern", "let"});
     bson_iter_t it;
-    if (!bson::find(op.cmd, "updates", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+    if (!op.args.find("updates", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'update.updates' is missing but a required field");
-    bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
-    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
+    bool ordered = cmdarg::getBool(op.args, "ordered", true);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.args, "bypassDocumentValidation", false));
     std::vector<WriteError> errors;
     int64_t n = 0, nModified = 0;
     int32_t index = 0;
@@ -782,10 +788,10 @@ void runDelete(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     cmdarg::checkFields(op, {"deletes", "ordered", "comment", "writeConcern", "let"});
     bson_iter_t it;
-    if (!bson::find(op.cmd, "deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
+    if (!op.args.find("deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'delete.deletes' is missing but a required field");
-    bool ordered = cmdarg::getBool(op.cmd, "ordered", true);
+    bool ordered = cmdarg::getBool(op.args, "ordered", true);
     std::vector<WriteError> errors;
     int64_t n = 0;
     int32_t index = 0;
@@ -835,21 +841,21 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
     bson_t q = BSON_INITIALIZER, sort, update, fields, af;
     bson::Doc empty;
     bson_t qv;
-    const bson_t* query = cmdarg::getDoc(op.cmd, "query", &qv, "findAndModify") ? &qv : empty.get();
-    bool haveSort = cmdarg::getDoc(op.cmd, "sort", &sort, "findAndModify");
-    bool remove = cmdarg::getBool(op.cmd, "remove", false);
-    bool returnNew = cmdarg::getBool(op.cmd, "new", false);
-    bool upsert = cmdarg::getBool(op.cmd, "upsert", false);
-    BypassDocumentValidation bypass(cmdarg::getBool(op.cmd, "bypassDocumentValidation", false));
-    bool haveFields = cmdarg::getDoc(op.cmd, "fields", &fields, "findAndModify");
+    const bson_t* query =
+        cmdarg::getDoc(op.args, "query", &qv, "findAndModify") ? &qv : empty.get();
+    bool haveSort = cmdarg::getDoc(op.args, "sort", &sort, "findAndModify");
+    bool remove = cmdarg::getBool(op.args, "remove", false);
+    bool returnNew = cmdarg::getBool(op.args, "new", false);
+    bool upsert = cmdarg::getBool(op.args, "upsert", false);
+    BypassDocumentValidation bypass(cmdarg::getBool(op.args, "bypassDocumentValidation", false));
+    bool haveFields = cmdarg::getDoc(op.args, "fields", &fields, "findAndModify");
     bson_iter_t it;
-    bool haveUpdate = bson::find(op.cmd, "update", &it);
+    bool haveUpdate = op.args.find("update", &it);
     bool pipelineUpdate = haveUpdate && BSON_ITER_HOLDS_ARRAY(&it);
     if (haveUpdate && !BSON_ITER_HOLDS_DOCUMENT(&it) && !pipelineUpdate)
         uasserted(ErrorCode::FailedToParse, "Update argument must be either an object or an array");
-    if (haveUpdate) bson::subDocument(op.cmd, "update", &update);
-    bool haveAf =
-        bson::find(op.cmd, "arrayFilters", &it) && bson::subDocument(op.cmd, "arrayFilters", &af);
+    if (haveUpdate) op.args.subDocument("update", &update);
+    bool haveAf = op.args.find("arrayFilters", &it) && op.args.subDocument("arrayFilters", &af);
     if (remove && haveUpdate)
         uasserted(ErrorCode::FailedToParse, "Cannot specify both an update and remove=true");
     if (!remove && !haveUpdate)
@@ -860,7 +866,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::FailedToParse,
                   "Cannot specify both new=true and remove=true; 'remove' always returns the "
                   "deleted document");
-    bson::Doc hint = hintOf(op.cmd);
+    bson::Doc hint = hintOf(op.args);
     std::optional<bson::Doc> value;
     bson_t leo;
     std::unique_ptr<query::Projection> proj;
@@ -917,21 +923,21 @@ void runCount(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     bson_t qv;
     bson::Doc query;
-    if (cmdarg::getDoc(op.cmd, "query", &qv, "count")) query = bson::Doc::copyOf(&qv);
-    int64_t skip = nonNegative(op.cmd, "skip", "count", "skip");
-    int64_t limit = cmdarg::getInt(op.cmd, "limit", 0, "count");
+    if (cmdarg::getDoc(op.args, "query", &qv, "count")) query = bson::Doc::copyOf(&qv);
+    int64_t skip = nonNegative(op.args, "skip", "count", "skip");
+    int64_t limit = cmdarg::getInt(op.args, "limit", 0, "count");
     if (limit < 0) limit = -limit;
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
     int64_t n = 0;
     if (coll) {
-        if (query.empty() && !bson_has_field(op.cmd, "hint")) {
+        if (query.empty() && !op.args.has("hint")) {
             n = std::max<int64_t>(0, coll->numRecords.load() - skip);
             if (limit > 0) n = std::min(n, limit);
         } else {
             FindSpec spec;
             spec.filter = std::move(query);
-            spec.hint = hintOf(op.cmd);
+            spec.hint = hintOf(op.args);
             spec.skip = skip;
             spec.limit = limit;
             FindExecutor exec(coll, std::move(spec));
@@ -986,7 +992,7 @@ void valuesAtPath(const bson_t* doc, std::string_view path, std::vector<bson_val
 void runDistinct(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     bson_iter_t it;
-    if (!bson::find(op.cmd, "key", &it))
+    if (!op.args.find("key", &it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'distinct.key' is missing but a required field");
     if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -997,7 +1003,7 @@ void runDistinct(OperationContext& op, bson_t* reply) {
     std::string key = bson_iter_utf8(&it, nullptr);
     bson_t qv;
     bson::Doc query;
-    if (cmdarg::getDoc(op.cmd, "query", &qv, "distinct")) query = bson::Doc::copyOf(&qv);
+    if (cmdarg::getDoc(op.args, "query", &qv, "distinct")) query = bson::Doc::copyOf(&qv);
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
     bson_t arr;
@@ -1005,7 +1011,7 @@ void runDistinct(OperationContext& op, bson_t* reply) {
     if (coll) {
         FindSpec spec;
         spec.filter = std::move(query);
-        spec.hint = hintOf(op.cmd);
+        spec.hint = hintOf(op.args);
         FindExecutor exec(coll, std::move(spec));
         ReadScope rs(op.store);
         Session* s = &rs.session();

@@ -76,7 +76,8 @@ void logCommand(Store& store, const std::string& db, const bson_t* o, const uint
 
 std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId) {
     CurrentOperation& cur = currentOperation();
-    if (!cur.retryable) return std::nullopt;
+    // A first attempt (the usual case) has nothing recorded: no read needed.
+    if (!cur.retryable || cur.freshTxnNumber) return std::nullopt;
     PooledSession s(store.catalog().sessions());
     for (int attempt = 0;; ++attempt) {
         try {
@@ -174,10 +175,10 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
     return exhausted;
 }
 
-std::string sessionIdBytes(const bson_t* cmd) {
+std::string sessionIdBytes(const bson::Fields& cmd) {
     bson_t lsid;
     bson_iter_t it;
-    if (!bson::subDocument(cmd, "lsid", &lsid) || !bson_iter_init_find(&it, &lsid, "id") ||
+    if (!cmd.subDocument("lsid", &lsid) || !bson_iter_init_find(&it, &lsid, "id") ||
         !BSON_ITER_HOLDS_BINARY(&it))
         return {};
     bson_subtype_t sub;
@@ -187,10 +188,9 @@ std::string sessionIdBytes(const bson_t* cmd) {
     return std::string(reinterpret_cast<const char*>(data), len);
 }
 
-std::optional<int64_t> txnNumberOf(const bson_t* cmd) {
+std::optional<int64_t> txnNumberOf(const bson::Fields& cmd) {
     bson_iter_t it;
-    if (bson_iter_init_find(&it, cmd, "txnNumber") && BSON_ITER_HOLDS_NUMBER(&it))
-        return bson_iter_as_int64(&it);
+    if (cmd.find("txnNumber", &it) && BSON_ITER_HOLDS_NUMBER(&it)) return bson_iter_as_int64(&it);
     return std::nullopt;
 }
 
@@ -201,8 +201,8 @@ std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string&
     c->ns = ns;
     c->coll = std::move(coll);
     c->stream = std::move(stream);
-    c->lsid = sessionIdBytes(op.cmd);
-    c->txnNumber = txnNumberOf(op.cmd);
+    c->lsid = sessionIdBytes(op.args);
+    c->txnNumber = txnNumberOf(op.args);
     return c;
 }
 

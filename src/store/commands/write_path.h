@@ -116,8 +116,8 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
                int64_t batchSize, bool firstBatch);
 
 /// The bytes of a command's lsid.id (empty when it has none), and its txnNumber.
-std::string sessionIdBytes(const bson_t* cmd);
-std::optional<int64_t> txnNumberOf(const bson_t* cmd);
+std::string sessionIdBytes(const bson::Fields& cmd);
+std::optional<int64_t> txnNumberOf(const bson::Fields& cmd);
 
 /// A client cursor over `stream`, owned by the command's session and transaction.
 std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string& ns,

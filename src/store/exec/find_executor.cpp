@@ -146,10 +146,15 @@ void ScanStage::saveState() {
 }
 
 std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextIndexScan(Session& s) {
-    Cursor ic = s.open(plan_.index->uri);
-    Cursor rc;
     const bool rev = plan_.reverse;
     const size_t n = plan_.intervals.size();
+    if (plan_.exactKeys) return nextExactKey(s);
+    if (interval_ >= n) {
+        done_ = true;
+        return std::nullopt;
+    }
+    Cursor ic = s.open(plan_.index->uri);
+    Cursor rc;
     while (interval_ < n) {
         const KeyInterval& iv = plan_.intervals[rev ? n - 1 - interval_ : interval_];
         auto [lo, hi] = rawRange(iv);
@@ -224,6 +229,33 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextIndexScan(Session& s
         ++interval_;
         started_ = false;
         lastKey_.clear();
+    }
+    done_ = true;
+    return std::nullopt;
+}
+
+std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextExactKey(Session& s) {
+    // Each interval is one whole key of a unique index: one exact search finds
+    // its entry or proves there is none; no scan, nothing to resume from.
+    const size_t n = plan_.intervals.size();
+    while (interval_ < n) {
+        const KeyInterval& iv = plan_.intervals[plan_.reverse ? n - 1 - interval_ : interval_];
+        ++interval_;
+        Cursor ic = s.open(plan_.index->uri);
+        WT_ITEM k = item(iv.start);
+        ic->set_key(ic.get(), &k);
+        int ret = ic->search(ic.get());
+        if (ret == WT_NOTFOUND) continue;
+        wtCheck(ret, "index search");
+        ++keys_;
+        WT_ITEM v;
+        wtCheck(ic->get_value(ic.get(), &v), "index value");
+        int64_t rid = keystring::readRecordIdSuffix(
+            std::string_view(static_cast<const char*>(v.data), v.size));
+        ic.close();
+        if (dedupe_ && !seen_.insert(rid).second) continue;
+        if (auto doc = rs::fetch(s, *coll_, rid)) return std::make_pair(rid, std::move(*doc));
+        // An index entry without its record: a concurrent delete.
     }
     done_ = true;
     return std::nullopt;

@@ -44,6 +44,7 @@ class ScanStage {
     std::optional<std::pair<int64_t, bson::Doc>> nextCollScan(Session& s);
     void readAhead(Session& s);
     std::optional<std::pair<int64_t, bson::Doc>> nextIndexScan(Session& s);
+    std::optional<std::pair<int64_t, bson::Doc>> nextExactKey(Session& s);
 
     std::shared_ptr<const CollectionEntry> coll_;
     QueryPlan plan_;

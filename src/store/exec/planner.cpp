@@ -172,8 +172,12 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
             prefixes = std::move(next);
             std::sort(prefixes.begin(), prefixes.end());
             prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
-            sum +=
-                fmt::format("{}{}: {} point(s)", sum.empty() ? "" : ", ", field, fb.points.size());
+            // Plain appends, not fmt: this runs for every index of every query.
+            if (!sum.empty()) sum += ", ";
+            sum += field;
+            sum += ": ";
+            sum += std::to_string(fb.points.size());
+            sum += " point(s)";
             ++eq;
             continue;
         }
@@ -204,7 +208,9 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
                 iv.endInclusive = bIncl;
                 out->push_back(std::move(iv));
             }
-            sum += fmt::format("{}{}: range", sum.empty() ? "" : ", ", field);
+            if (!sum.empty()) sum += ", ";
+            sum += field;
+            sum += ": range";
             range = true;
             break;
         }
@@ -293,7 +299,10 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
             p.isIdPoint = true;
             total += 1000;
         }
-        if (idx->unique && p.eqFields == static_cast<int>(idx->pattern.fields.size())) total += 50;
+        if (idx->unique && p.eqFields == static_cast<int>(idx->pattern.fields.size())) {
+            total += 50;
+            p.exactKeys = true;
+        }
         if (total > bestScore) {
             bestScore = total;
             best = std::move(p);

@@ -31,6 +31,9 @@ struct QueryPlan {
     std::string boundsSummary;                // for explain
     int eqFields = 0;
     bool isIdPoint = false;
+    /// Every interval is one whole key of a unique index (equality on all its
+    /// fields): each matches at most one entry, found by an exact search.
+    bool exactKeys = false;
 
     std::string stageName() const { return index ? "IXSCAN" : "COLLSCAN"; }
 };

@@ -111,13 +111,14 @@ net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame,
         const wire::OpMsg& msg = msw.getValue();
         moreToCome = (msg.flags & wire::kMoreToCome) != 0;
         bson::Doc cmd = wire::mergeSequences(msg);
+        bson::Fields args(cmd.get());
         bson_iter_t it;
-        if (!bson::find(cmd.get(), "$db", &it) || !BSON_ITER_HOLDS_UTF8(&it)) {
+        if (!args.find("$db", &it) || !BSON_ITER_HOLDS_UTF8(&it)) {
             appendError(reply.mut(),
                         Status(ErrorCode::Location40571, "OP_MSG requests require a $db argument"));
         } else {
-            std::string db = bson_iter_utf8(&it, nullptr);
-            store_.runCommand(client_, db, cmd.get(), reply.mut(), deferral, finalAttempt);
+            std::string_view db = bson_iter_utf8(&it, nullptr);
+            store_.runCommand(client_, db, args, reply.mut(), deferral, finalAttempt);
             if (deferral->requested) return {std::nullopt, false};
         }
     }

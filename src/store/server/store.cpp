@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <vector>
+
 #include "common/log.h"
 #include "net/tls.h"
 #include "store/commands/auth_commands.h"
@@ -57,12 +60,23 @@ Status Store::start() {
     s = sessions_->open();
     if (!s.isOK()) return s;
 
+    // Commands run to completion on the connection's thread, blocking on disk
+    // reads and on durable commits: there are more threads than cores for I/O
+    // concurrency (queue depth, commits sharing one log sync). Each thread has
+    // an io_context of its own with its share of the connections: no wake-ups
+    // of other threads to hand a ready socket or a finished write over.
+    int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
+    std::vector<asio::io_context*> contexts;
+    for (int i = 0; i < n; ++i) {
+        connectionContexts_.push_back(std::make_unique<asio::io_context>(1));
+        contexts.push_back(connectionContexts_.back().get());
+    }
     listener_ = std::make_unique<net::Listener>(
         io_, opts_.bindIp, opts_.port,
         [this](const net::ConnectionInfo& info) {
             return std::make_unique<ServiceConnection>(*this, info);
         },
-        tls.getValue());
+        tls.getValue(), contexts);
     s = listener_->start();
     if (!s.isOK()) return s;
 
@@ -108,11 +122,13 @@ Status Store::start() {
     ttlTimer_->expires_after(std::chrono::seconds(opts_.ttlMonitorSleepSecs));
     ttlTimer_->async_wait(TtlMonitor{this});
 
-    // Commands run to completion on these threads, blocking on disk reads and
-    // on durable commits: the pool is sized for I/O concurrency (queue depth,
-    // commits sharing one log sync), not for the core count.
-    int n = opts_.threads > 0 ? opts_.threads : kDefaultThreads;
-    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
+    threads_.emplace_back([this] { io_.run(); });
+    for (auto& c : connectionContexts_) {
+        threads_.emplace_back([c = c.get()] {
+            auto idle = asio::make_work_guard(*c);  // runs until stop(), with or without clients
+            c->run();
+        });
+    }
     if (!opts_.auth)
         log::warning("control", 22120,
                      "Access control is not enabled for the database. Read and write access to "
@@ -134,6 +150,7 @@ void Store::stop() {
         asio::post(io_, [this] { ttlTimer_->cancel(); });
     }
     io_.stop();
+    for (auto& c : connectionContexts_) c->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
     listener_.reset();
@@ -179,12 +196,18 @@ std::string Store::hostAndPort() const {
 
 void Store::runCommand(ClientState& client, std::string_view db, const bson_t* cmd, bson_t* reply,
                        Deferral* deferral, bool finalAttempt) {
-    bson_iter_t it;
-    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
+    bson::Fields fields(cmd);
+    runCommand(client, db, fields, reply, deferral, finalAttempt);
+}
+
+void Store::runCommand(ClientState& client, std::string_view db, const bson::Fields& args,
+                       bson_t* reply, Deferral* deferral, bool finalAttempt) {
+    const bson_t* cmd = args.doc();
+    if (args.size() == 0) {
         appendError(reply, Status(ErrorCode::FailedToParse, "Empty command"));
         return;
     }
-    std::string_view name = bson_iter_key(&it);
+    std::string_view name = args.key(0);
     counters_.command++;
     Oplog::resetLastCommittedOnThisThread();
     const CommandSpec* spec = CommandRegistry::instance().find(name);
@@ -212,7 +235,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
             return;
         }
     }
-    OperationContext op{*this, client, std::string(db), cmd, name, deferral, finalAttempt};
+    OperationContext op{*this, client, std::string(db), cmd, args, name, deferral, finalAttempt};
     ActiveOperation* active = client.internal ? nullptr : client.activeOp.get();
     auto [kind, ns] = describeCommand(db, cmd);
     if (active) {
@@ -223,10 +246,12 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     // The store's own commands run inside the operation that asked for them.
     std::optional<InterruptScope> interruptible;
     if (active) interruptible.emplace(active->killedFlag());
+    // The handler writes into `body`, which an error may leave with a child
+    // document still open: then only the whole body can be dropped.
     bson_t body = BSON_INITIALIZER;
     const auto started = std::chrono::steady_clock::now();
     try {
-        gossipClusterTime(cmd);
+        gossipClusterTime(args);
         runWithSession(op, *spec, &body);
         bson_concat(reply, &body);
         bson_iter_t okIt;
@@ -238,7 +263,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson_t* c
     } catch (const DBException& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
-        appendErrorLabels(reply, e.status(), bson_has_field(cmd, "autocommit"));
+        appendErrorLabels(reply, e.status(), args.has("autocommit"));
     } catch (const std::exception& e) {
         bson_reinit(reply);
         appendError(reply, Status(ErrorCode::InternalError, e.what()));
@@ -331,10 +356,10 @@ Status Store::authorize(ClientState& client, std::string_view db, std::string_vi
     return notAuthorized(db, cmd);
 }
 
-void Store::gossipClusterTime(const bson_t* cmd) {
+void Store::gossipClusterTime(const bson::Fields& cmd) {
     bson_t ct;
     bson_iter_t it;
-    if (bson::subDocument(cmd, "$clusterTime", &ct) && bson::find(&ct, "clusterTime", &it) &&
+    if (cmd.subDocument("$clusterTime", &ct) && bson::find(&ct, "clusterTime", &it) &&
         BSON_ITER_HOLDS_TIMESTAMP(&it)) {
         Timestamp t;
         bson_iter_timestamp(&it, &t.secs, &t.inc);
@@ -353,15 +378,35 @@ void Store::appendClusterTime(bson_t* reply) {
     if (own.isNull() && oplog_ && t < oplog_->lastCommitted()) t = oplog_->lastCommitted();
     if (t < own) t = own;
     appendTimestamp(reply, "operationTime", t);
-    bson_t ct, sig;
-    BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);
-    appendTimestamp(&ct, "clusterTime", clock_.latest());
-    BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
-    uint8_t zeros[20] = {};
-    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, 20);
-    BSON_APPEND_INT64(&sig, "keyId", 0);
-    bson_append_document_end(&ct, &sig);
-    bson_append_document_end(reply, &ct);
+    // {clusterTime: <t>, signature: {hash: <20 zero bytes>, keyId: 0}} is the
+    // same document on every reply but for its first value: built once, then
+    // copied with the time written in place.
+    struct Template {
+        std::vector<uint8_t> bytes;
+        Template() {
+            bson::Doc d;
+            appendTimestamp(d.mut(), "clusterTime", Timestamp{});
+            bson_t sig;
+            BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "signature", &sig);
+            uint8_t zeros[20] = {};
+            bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, 20);
+            BSON_APPEND_INT64(&sig, "keyId", 0);
+            bson_append_document_end(d.mut(), &sig);
+            bytes.assign(d.data(), d.data() + d.size());
+        }
+    };
+    static const Template tpl;
+    // The first element's value: after the length (4), its type (1) and name.
+    constexpr size_t kTimeOffset = 4 + 1 + sizeof("clusterTime");
+    uint8_t buf[128];  // the template is 88 bytes
+    HALO_INVARIANT(tpl.bytes.size() <= sizeof buf);
+    std::memcpy(buf, tpl.bytes.data(), tpl.bytes.size());
+    Timestamp latest = clock_.latest();
+    uint64_t raw = (static_cast<uint64_t>(latest.secs) << 32) | latest.inc;  // little-endian host
+    std::memcpy(buf + kTimeOffset, &raw, 8);
+    bson_t ct;
+    bson_init_static(&ct, buf, tpl.bytes.size());
+    bson_append_document(reply, "$clusterTime", 12, &ct);
 }
 
 namespace {
@@ -402,9 +447,9 @@ struct CurrentOperationScope {
 
 }  // namespace
 
-void Store::waitForReadConcern(const bson_t* cmd) {
+void Store::waitForReadConcern(const bson::Fields& cmd) {
     bson_t rc;
-    if (!bson::subDocument(cmd, "readConcern", &rc)) return;
+    if (!cmd.subDocument("readConcern", &rc)) return;
     bson_iter_t it;
     if (bson::find(&rc, "level", &it)) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -453,7 +498,7 @@ bool pureRead(const OperationContext& op) {
     if (op.name == "find" || op.name == "count" || op.name == "distinct") return true;
     if (op.name != "aggregate") return false;
     bson_iter_t it, stages;
-    if (!bson::find(op.cmd, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return false;
+    if (!op.args.find("pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return false;
     bson_iter_recurse(&it, &stages);
     while (bson_iter_next(&stages)) {
         bson_iter_t stage;
@@ -490,10 +535,10 @@ void runOutsideTransaction(OperationContext& op, const CommandSpec& spec, bson_t
 }  // namespace
 
 void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
-    if (isReplicaSet()) waitForReadConcern(op.cmd);
+    if (isReplicaSet()) waitForReadConcern(op.args);
     bson_t lsidDoc;
-    if (!bson::subDocument(op.cmd, "lsid", &lsidDoc)) {
-        if (bson_has_field(op.cmd, "txnNumber"))
+    if (!op.args.subDocument("lsid", &lsidDoc)) {
+        if (op.args.has("txnNumber"))
             uasserted(ErrorCode::IllegalOperation,
                       "Transaction numbers are only allowed on commands with a session id");
         runOutsideTransaction(op, spec, body);
@@ -501,12 +546,11 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     }
     auto st = sessions_->get(&lsidDoc);
     bson_iter_t it;
-    bool haveTxnNumber = bson::find(op.cmd, "txnNumber", &it);
+    bool haveTxnNumber = op.args.find("txnNumber", &it);
     int64_t txnNumber = haveTxnNumber ? bson_iter_as_int64(&it) : -1;
     bool autocommitFalse =
-        bson::find(op.cmd, "autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
-    bool startTxn =
-        bson::find(op.cmd, "startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
+        op.args.find("autocommit", &it) && !bson::isTruthy(*bson_iter_value(&it));
+    bool startTxn = op.args.find("startTransaction", &it) && bson::isTruthy(*bson_iter_value(&it));
     if (op.name == "endSessions") {
         spec.run(op, body);
         return;
@@ -527,7 +571,7 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         if (startTxn)
             uasserted(ErrorCode::InvalidOptions, "startTransaction requires autocommit: false");
         // A retryable write (or a read carrying a txnNumber).
-        sessions_->checkTxnNumber(*st, txnNumber);
+        cur.freshTxnNumber = sessions_->checkTxnNumber(*st, txnNumber);
         cur.retryable = st.get();
         spec.run(op, body);
         return;

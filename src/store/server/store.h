@@ -14,6 +14,7 @@
 
 #include "auth/scram.h"
 #include "bson/doc.h"
+#include "bson/fields.h"
 #include "common/status.h"
 #include "net/listener.h"
 #include "store/authz/authorization.h"
@@ -111,6 +112,9 @@ class Store {
     /// (then `reply` is to be discarded).
     void runCommand(ClientState& client, std::string_view db, const bson_t* cmd, bson_t* reply,
                     Deferral* deferral = nullptr, bool finalAttempt = true);
+    /// The same, with the command's fields already read (bson::Fields over it).
+    void runCommand(ClientState& client, std::string_view db, const bson::Fields& cmd,
+                    bson_t* reply, Deferral* deferral = nullptr, bool finalAttempt = true);
 
     bool isReplicaSet() const { return !opts_.replSet.empty(); }
     bool authEnabled() const { return opts_.auth; }
@@ -129,8 +133,8 @@ class Store {
     asio::io_context& io() { return io_; }
 
   private:
-    void gossipClusterTime(const bson_t* cmd);
-    void waitForReadConcern(const bson_t* cmd);
+    void gossipClusterTime(const bson::Fields& cmd);
+    void waitForReadConcern(const bson::Fields& cmd);
     void appendClusterTime(bson_t* reply);
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
@@ -148,9 +152,14 @@ class Store {
     std::unique_ptr<Oplog> oplog_;
     std::unique_ptr<SessionCatalog> sessions_;
     bson_oid_t processId_;
-    // Before io_: connections (destroyed with io_) deregister from it.
+    // Before the contexts: connections (destroyed with them) deregister from it.
     OperationRegistry operations_;
-    asio::io_context io_;
+    // Client connections, spread over these; each is run by one thread of its
+    // own, so a connection's I/O and commands never hand over between threads.
+    // Declared before io_, so destroyed after it: a pending accept on io_
+    // holds a socket of the context the next connection goes to.
+    std::vector<std::unique_ptr<asio::io_context>> connectionContexts_;
+    asio::io_context io_;  // acceptors, timers, the TTL monitor
     std::unique_ptr<net::Listener> listener_;
     std::vector<std::thread> threads_;
     std::unique_ptr<asio::steady_timer> reaperTimer_;

@@ -68,7 +68,8 @@ class Session {
     WT_SESSION* get() const { return s_; }
     /// Opens a cursor; throws on failure (a missing table is a bug by then).
     Cursor open(const std::string& uri, const char* config = nullptr);
-    void begin(const char* config = "isolation=snapshot");
+    /// Begins a transaction; without `config`, with the session's snapshot isolation.
+    void begin(const char* config = nullptr);
     /// Commits; `durable` forces the journal to disk before returning, which
     /// keeps the transaction's updates uncommitted (conflicting) for the whole
     /// log sync. Writers that others may race use commitThenSync() instead.
@@ -89,9 +90,7 @@ class Session {
 /// A storage transaction scope: begin on construction, rollback unless committed.
 class Txn {
   public:
-    explicit Txn(Session& s, const char* config = "isolation=snapshot") : s_(s) {
-        s_.begin(config);
-    }
+    explicit Txn(Session& s, const char* config = nullptr) : s_(s) { s_.begin(config); }
     ~Txn() {
         if (s_.inTransaction()) s_.rollback();
     }

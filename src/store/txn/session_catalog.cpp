@@ -110,7 +110,7 @@ void SessionCatalog::end(const bson_t* lsid) {
 void SessionCatalog::begin(SessionState& st, int64_t txnNumber) {
     if (st.txn == SessionState::Txn::InProgress) abort(st);
     st.wtSession = engine_.newSession();
-    st.wtSession->begin("isolation=snapshot");
+    st.wtSession->begin();
     st.txnOps.clear();
     st.txnNumber = txnNumber;
     st.txn = SessionState::Txn::InProgress;
@@ -167,7 +167,7 @@ void SessionCatalog::abort(SessionState& st) {
     if (st.txn == SessionState::Txn::InProgress) st.txn = SessionState::Txn::Aborted;
 }
 
-void SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
+bool SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
     if (st.txnNumber < 0) {
         // After a restart: the newest recorded txnNumber for this session.
         PooledSession s(catalog_.sessions());
@@ -199,7 +199,9 @@ void SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {
         if (st.txn == SessionState::Txn::InProgress) abort(st);
         st.txnNumber = txnNumber;
         st.txn = SessionState::Txn::None;
+        return true;
     }
+    return false;
 }
 
 std::optional<bson::Doc> SessionCatalog::findStatement(Session& s, const SessionState& st,

@@ -83,7 +83,9 @@ class SessionCatalog {
     void recordStatement(Session& s, SessionState& st, int64_t txnNumber, int32_t stmtId,
                          const bson_t* outcome);
     /// Validates and registers txnNumber for a retryable write: TransactionTooOld (225) when older.
-    void checkTxnNumber(SessionState& st, int64_t txnNumber);
+    /// Returns true when `txnNumber` is newer than any this session has used
+    /// (also before a restart): nothing can be recorded under it yet.
+    bool checkTxnNumber(SessionState& st, int64_t txnNumber);
 
     /// Aborts transactions past their lifetime, forgets idle sessions.
     void reap(std::chrono::seconds txnLifetime, std::chrono::minutes idle);
@@ -110,6 +112,9 @@ struct CurrentOperation {
     SessionState* retryable = nullptr;  // a retryable write (not in a transaction)
     int64_t txnNumber = -1;
     SessionCatalog* sessions = nullptr;
+    // The retryable write's txnNumber is new to its session: no statement of
+    // it has run before, so there is no earlier outcome to look up.
+    bool freshTxnNumber = false;
 };
 CurrentOperation& currentOperation();
 

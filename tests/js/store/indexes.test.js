@@ -193,6 +193,24 @@ test('queries return the same results with and without a secondary index', async
   );
 });
 
+test('equality on every field of a unique index: hits, misses, $in lists across batches, prefixes', async () => {
+  // The planner reads such keys with one exact search each instead of a scan.
+  const c = ctx.coll();
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, a: i % 4, b: i })));
+  await c.createIndex({ a: 1, b: 1 }, { unique: true });
+  const ids = (docs) => docs.map((d) => d._id);
+  assert.deepEqual(ids(await c.find({ _id: 7 }).toArray()), [7]);
+  assert.deepEqual(ids(await c.find({ _id: 70 }).toArray()), []);
+  assert.deepEqual(ids(await c.find({ _id: 7.0, b: 8 }).toArray()), [], 'the rest of the filter still applies');
+  assert.deepEqual(ids(await c.find({ _id: { $in: [9, 3, 70, 1, 3] } }, { batchSize: 1 }).toArray()), [1, 3, 9]);
+  assert.deepEqual(ids(await c.find({ _id: { $in: [9, 3, 70, 1] } }, { sort: { _id: -1 }, batchSize: 2 }).toArray()), [9, 3, 1]);
+  assert.deepEqual(ids(await c.find({ a: 1, b: 5 }).toArray()), [5]);
+  assert.deepEqual(ids(await c.find({ a: 1, b: 6 }).toArray()), []);
+  assert.deepEqual(ids(await c.find({ a: 1, b: { $in: [1, 2, 5, 9] } }, { batchSize: 1 }).toArray()), [1, 5, 9]);
+  // Equality on a prefix only is a range of keys, not one key.
+  assert.deepEqual(ids(await c.find({ a: 2 }, { sort: { _id: 1 } }).toArray()), [2, 6, 10, 14, 18]);
+});
+
 test('dropIndex by name and by key; missing index -> IndexNotFound (27); _id_ cannot be dropped (72)', async () => {
   const c = ctx.coll();
   await c.createIndex({ a: 1 });

@@ -280,6 +280,25 @@ const malformed = [
       return W.frame(W.OP.MSG, Buffer.concat([W.int32(0), Buffer.from([0]), doc]));
     },
   ],
+  [
+    // 2,000,000 levels of {"": {...}} (14 MB): past mongod's depth limit, and deep enough to
+    // overflow the stack of a validator that recurses.
+    'OP_MSG body nested 2,000,000 documents deep',
+    () => {
+      const depth = 2_000_000;
+      const nested = Buffer.alloc(6 * depth + 5 + depth);
+      for (let i = 0; i < depth; i++) {
+        nested.writeInt32LE(5 + 7 * (depth - i), 6 * i);
+        nested[6 * i + 4] = 0x03; // embedded document, empty key
+      }
+      nested.writeInt32LE(5, 6 * depth);
+      const head = Buffer.concat([Buffer.from([0x10]), W.cstring('ping'), W.int32(1), Buffer.from([0x03]), W.cstring('x')]);
+      const dbField = Buffer.concat([Buffer.from([0x02]), W.cstring('$db'), W.int32(6), W.cstring('admin')]);
+      const elements = Buffer.concat([head, nested, dbField]);
+      const doc = Buffer.concat([W.int32(elements.length + 5), elements, Buffer.from([0])]);
+      return W.frame(W.OP.MSG, Buffer.concat([W.int32(0), Buffer.from([0]), doc]));
+    },
+  ],
   ['OP_MSG with no sections', () => W.frame(W.OP.MSG, W.int32(0))],
   ['OP_MSG with two body sections', () => W.frame(W.OP.MSG, Buffer.concat([W.opMsgBody(ping), Buffer.from([0]), Buffer.from(W.BSON.serialize(ping))]))],
   ['OP_MSG with unknown section kind 7', () => W.frame(W.OP.MSG, Buffer.concat([W.opMsgBody(ping), Buffer.from([7]), W.int32(5), Buffer.from([0])]))],

@@ -95,10 +95,11 @@ TEST(WireTest, TruncatedAndGarbageMessagesAreRejected) {
 TEST(WireTest, BoundsValidationChecksOnlyTheDocumentsFrame) {
     auto body = bson::Doc::fromJsonOrDie(R"({"ok": 1, "v": "abc"})");
     auto frame = buildOpMsg(1, 0, body.get());
-    // A key byte that is not UTF-8: full validation refuses it, bounds do not look.
-    size_t key = frame.size() - body.size() + 4 + 1;  // first element's key
-    ASSERT_EQ(frame[key], 'o');
-    frame[key] = 0xFF;
+    // An element type that does not exist: full validation refuses it, bounds do not look
+    // (bson_iter stops at it when the document is read).
+    size_t type = frame.size() - body.size() + 4;  // first element's type byte
+    ASSERT_EQ(frame[type + 1], 'o');
+    frame[type] = 0x7E;
     EXPECT_FALSE(parseOpMsg(frame).isOK());
     EXPECT_TRUE(parseOpMsg(frame, Validation::Bounds).isOK());
     // Without its terminating zero the document is refused either way.

@@ -1,0 +1,109 @@
+#include "bson/doc.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace halo::bson {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes bytesOf(const Doc& d) {
+    return Bytes(d.data(), d.data() + d.size());
+}
+
+Status validateBytes(const Bytes& b) {
+    return validate(b.data(), b.size());
+}
+
+void putI32(Bytes& b, size_t at, int32_t v) {
+    std::memcpy(b.data() + at, &v, 4);
+}
+
+/// {"": {"": ... {} ...}} nested `depth` levels below the top document.
+Bytes nested(size_t depth) {
+    Bytes out;
+    for (size_t i = depth; i > 0; --i) {
+        Bytes head(6);
+        putI32(head, 0, static_cast<int32_t>(5 + 7 * i));
+        head[4] = 0x03;  // embedded document
+        head[5] = 0x00;  // empty key
+        out.insert(out.end(), head.begin(), head.end());
+    }
+    Bytes innermost{5, 0, 0, 0, 0};
+    out.insert(out.end(), innermost.begin(), innermost.end());
+    out.insert(out.end(), depth, 0x00);
+    return out;
+}
+
+TEST(ValidateTest, AcceptsWellFormedDocuments) {
+    Doc d = Doc::fromJsonOrDie(
+        R"({"a": 1, "b": {"c": [1, "x", {"d": null}], "e": {"$binary": {"base64": "AAE=",
+            "subType": "00"}}}, "f": {"$regularExpression": {"pattern": "^a", "options": "i"}},
+            "g": {"$code": "x", "$scope": {"y": 1}}, "h": {}, "i": []})");
+    EXPECT_TRUE(validateBytes(bytesOf(d)).isOK());
+    Doc empty;
+    EXPECT_TRUE(validateBytes(bytesOf(empty)).isOK());
+}
+
+TEST(ValidateTest, KeysNeedNotBeUtf8) {
+    // {"\xff": 1}: mongod does not check key encoding either.
+    Bytes b{12, 0, 0, 0, 0x10, 0xFF, 0x00, 1, 0, 0, 0, 0};
+    EXPECT_TRUE(validateBytes(b).isOK());
+}
+
+TEST(ValidateTest, RejectsMalformedElements) {
+    Doc d = Doc::fromJsonOrDie(R"({"a": "xy", "b": {"c": 1}})");
+    const Bytes good = bytesOf(d);
+    ASSERT_TRUE(validateBytes(good).isOK());
+    // Offsets: 0 len | 4 02 'a' 00, 7 len, 11 'x' 'y' 00 | 14 03 'b' 00, 17 len, 21 10 'c' 00,
+    // 24 int32, 28 00 | 29 00
+    {
+        Bytes b = good;  // string without its terminating NUL
+        b[13] = 'z';
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+    {
+        Bytes b = good;  // string length past the document
+        putI32(b, 7, 100);
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+    {
+        Bytes b = good;  // unknown element type
+        b[4] = 0x42;
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+    {
+        Bytes b = good;  // embedded document shorter than its elements
+        putI32(b, 17, 9);
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+    {
+        Bytes b = good;  // embedded document not terminated by NUL
+        b[b.size() - 2] = 1;
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+    {
+        Bytes b = good;  // a terminator in the middle of the top document
+        b[14] = 0x00;
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+    {
+        Bytes b = good;  // declared length differs from the bytes
+        putI32(b, 0, static_cast<int32_t>(b.size() + 1));
+        EXPECT_EQ(validateBytes(b).code(), ErrorCode::InvalidBSON);
+    }
+}
+
+TEST(ValidateTest, NestingIsBoundedWithoutRecursion) {
+    EXPECT_TRUE(validateBytes(nested(200)).isOK());
+    EXPECT_EQ(validateBytes(nested(201)).code(), ErrorCode::Overflow);
+    // Deep enough to overflow the stack of a recursive validator.
+    EXPECT_EQ(validateBytes(nested(1'000'000)).code(), ErrorCode::Overflow);
+}
+
+}  // namespace
+}  // namespace halo::bson
