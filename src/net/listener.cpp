@@ -150,6 +150,7 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
                                          log::quote(info.remote), id, log::quote(ec.message())));
             } else {
                 info.tls = true;
+                info.peerSubject = peerSubject(stream.native_handle());
                 handler = factory_(info);
                 co_await frameLoop(stream, *handler, id, nullptr);
             }

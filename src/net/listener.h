@@ -27,7 +27,8 @@ struct ConnectionInfo {
     uint64_t id = 0;
     std::string remote;  // "ip:port"
     std::string local;
-    bool tls = false;  // the connection runs over TLS
+    bool tls = false;         // the connection runs over TLS
+    std::string peerSubject;  // the client certificate's subject (RFC 2253), when one was sent
 };
 
 struct HandlerResult {

@@ -1,7 +1,9 @@
 #include "net/tls.h"
 
 #include <fmt/format.h>
+#include <openssl/bio.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -133,6 +135,26 @@ StatusWith<std::shared_ptr<TlsServerContext>> TlsServerContext::create(const Tls
     static const unsigned char kSessionContext[] = "halocline";
     SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1);
     return t;
+}
+
+}  // namespace halo::net
+
+namespace halo::net {
+
+std::string peerSubject(SSL* ssl) {
+    X509* cert = SSL_get_peer_certificate(ssl);
+    if (!cert) return {};
+    std::string out;
+    if (BIO* bio = BIO_new(BIO_s_mem())) {
+        if (X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+            char* data = nullptr;
+            long len = BIO_get_mem_data(bio, &data);
+            if (data && len > 0) out.assign(data, static_cast<size_t>(len));
+        }
+        BIO_free(bio);
+    }
+    X509_free(cert);
+    return out;
 }
 
 }  // namespace halo::net

@@ -6,6 +6,7 @@
 #include <asio/ssl.hpp>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 #include "net/tls_options.h"
@@ -39,5 +40,10 @@ class TlsServerContext {
 /// 66,326 bytes, which no driver sends first (it sends hello), so the two
 /// cannot be confused on a connection's first message.
 bool looksLikeTlsHandshake(const uint8_t first[4]);
+
+/// The subject of the certificate the peer presented on an established TLS
+/// connection, in RFC 2253 form as mongod names x.509 users ("CN=app,OU=...");
+/// empty when it presented none.
+std::string peerSubject(SSL* ssl);
 
 }  // namespace halo::net

@@ -97,7 +97,7 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
     ProxyConfig c;
     Checker ck;
     if (!root.IsMap()) return Status(ErrorCode::BadValue, "the configuration must be a mapping");
-    ck.unknownKeys(root, "", {"net", "tiers", "tiering", "workers", "systemLog"});
+    ck.unknownKeys(root, "", {"net", "tiers", "tiering", "workers", "security", "systemLog"});
     if (auto net = root["net"]) {
         ck.unknownKeys(net, "net", {"bindIp", "port", "tls"});
         ck.get(net, "bindIp", "net", &c.bindIp);
@@ -201,6 +201,29 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
             ck.duration(m, "interval", "workers.warmer", &c.warmerInterval);
         }
     }
+    // security: client authentication is on by default whenever the proxy itself
+    // holds credentials for a tier (anyone reaching it would otherwise act as them).
+    c.authorization = hasCredentials(c.fastUri) || hasCredentials(c.archiveUri);
+    if (auto sec = root["security"]) {
+        ck.unknownKeys(sec, "security", {"authorization", "userCacheInvalidationIntervalSecs"});
+        if (sec["authorization"]) {
+            std::string a;
+            ck.get(sec, "authorization", "security", &a);
+            if (a == "enabled" || a == "disabled") {
+                c.authorization = a == "enabled";
+                c.authorizationExplicit = true;
+            } else {
+                ck.fail("security.authorization", "must be enabled or disabled");
+            }
+        }
+        if (sec["userCacheInvalidationIntervalSecs"]) {
+            int secs = 0;
+            ck.positiveInt(sec, "userCacheInvalidationIntervalSecs", "security", &secs);
+            if (secs > 86'400)
+                ck.fail("security.userCacheInvalidationIntervalSecs", "must be at most 86400");
+            c.userCacheInvalidation = Millis(int64_t{secs} * 1000);
+        }
+    }
     if (auto l = root["systemLog"]) {
         ck.unknownKeys(l, "systemLog", {"destination", "path", "verbosity"});
         std::string dest;
@@ -221,6 +244,15 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
 }
 
 }  // namespace
+
+bool hasCredentials(std::string_view uri) {
+    auto scheme = uri.find("://");
+    if (scheme == std::string_view::npos) return false;
+    std::string_view rest = uri.substr(scheme + 3);
+    auto end = rest.find_first_of("/?");
+    std::string_view authority = end == std::string_view::npos ? rest : rest.substr(0, end);
+    return authority.find('@') != std::string_view::npos;
+}
 
 StatusWith<ProxyConfig> parseProxyConfig(const std::string& yamlText) {
     try {

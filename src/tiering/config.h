@@ -46,12 +46,23 @@ struct ProxyConfig {
     int warmerBatchSize = 500;
     int warmerMaxDocsPerSecond = 20'000;
     Millis warmerInterval{1000};
+    // security
+    /// Whether clients must authenticate (security.authorization). Unset in the
+    /// file: enabled exactly when a tier URI carries credentials.
+    bool authorization = false;
+    bool authorizationExplicit = false;  // the file said so (a `disabled` is warned about)
+    /// How long the proxy trusts a user's credentials and privileges read from
+    /// the archive (security.userCacheInvalidationIntervalSecs, as mongos).
+    Millis userCacheInvalidation{30'000};
     // systemLog
     std::string logPath;
     bool verbose = false;
 
     const CollectionPolicy* policyFor(std::string_view ns) const;
 };
+
+/// Whether a connection string carries a user (mongodb://user[:pwd]@host...).
+bool hasCredentials(std::string_view uri);
 
 /// Parses "30d", "12h", "5m", "90s", "250ms" or a plain number of seconds.
 StatusWith<Millis> parseDuration(std::string_view text);

@@ -20,6 +20,7 @@ struct CursorEntry {
     int64_t remoteId = 0;
     std::string ns;
     bool fastTiered = false;  // a proof-routed cursor on the fast tier (bounded lifetime)
+    std::string owner;        // the user ("user@db") that opened it; empty without auth
     std::chrono::steady_clock::time_point created;
     std::chrono::steady_clock::time_point lastUsed;
 };

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "net/tls.h"
 #include "store/query/matcher.h"
+#include "tiering/client_auth.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
 #include "wire/message.h"
@@ -43,6 +44,15 @@ std::string str(const bson_t* d, const char* k) {
 bool truthy(const bson_t* d, const char* k) {
     bson_iter_t it;
     return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
+}
+
+/// A getMore or killCursors on a cursor another user opened (mongod: 13).
+Status notCursorOwner(const char* cmd, int64_t id, const std::string& ns) {
+    auto [db, coll] = splitNs(ns);
+    return Status(ErrorCode::Unauthorized,
+                  fmt::format("not authorized on {} to execute command {{ {}: {}, collection: "
+                              "\"{}\" }}: the cursor belongs to another user",
+                              db, cmd, id, coll));
 }
 
 Status interrupted() {
@@ -255,7 +265,11 @@ asio::awaitable<Status> dropIndex(Tier& tier, const std::string& ns, const std::
 class ClientConnection : public net::FrameHandler {
   public:
     ClientConnection(Proxy& p, const net::ConnectionInfo& info)
-        : p_(p), info_(info), slot_(p.operations(), info.id, info.remote) {}
+        : p_(p),
+          info_(info),
+          slot_(p.operations(), info.id, info.remote),
+          auth_(p.config().authorization, p.users(), p.authCounters(), info.remote,
+                info.peerSubject) {}
 
     asio::awaitable<net::HandlerResult> onFrame(net::Frame frame) override;
 
@@ -266,6 +280,8 @@ class ClientConnection : public net::FrameHandler {
     /// the reply: the proxy's clock, and recoveryToken in a transaction.
     asio::awaitable<bson::Doc> runCommand(const wire::OpMsg& msg, const bson_t* cmd,
                                           const std::string& db);
+    /// OK unless the command's lsid belongs to another user (Proxy::claimSession).
+    Status sessionAllowed(const bson_t* cmd);
     /// A legacy OP_QUERY command: only those MongoDB 6.0+ still takes that way.
     asio::awaitable<bson::Doc> legacyCommand(const Frame& frame);
     asio::awaitable<bson::Doc> dispatch(const wire::OpMsg& msg, const bson_t* cmd,
@@ -336,6 +352,7 @@ class ClientConnection : public net::FrameHandler {
     Proxy& p_;
     net::ConnectionInfo info_;
     OperationSlot slot_;
+    ClientAuth auth_;
     std::optional<wire::Compressor> compressor_;
     int32_t nextResponseId_ = 1;
 };
@@ -389,6 +406,21 @@ asio::awaitable<net::HandlerResult> ClientConnection::onFrame(net::Frame frame) 
     co_return finish(wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get()));
 }
 
+Status ClientConnection::sessionAllowed(const bson_t* cmd) {
+    std::string principal = auth_.principal();
+    if (principal.empty()) return Status::OK();
+    bson_t lsid;
+    bson_iter_t it;
+    if (!bson::subDocument(cmd, "lsid", &lsid) || !bson_iter_init_find(&it, &lsid, "id") ||
+        !BSON_ITER_HOLDS_BINARY(&it))
+        return Status::OK();
+    bson_subtype_t st;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_binary(&it, &st, &len, &data);
+    return p_.claimSession(std::string(reinterpret_cast<const char*>(data), len), principal);
+}
+
 asio::awaitable<bson::Doc> ClientConnection::legacyCommand(const Frame& frame) {
     auto q = wire::parseOpQuery(frame);
     if (!q.isOK()) co_return errorDoc(q.getStatus());
@@ -424,7 +456,11 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     bson::Doc reply;
     slot_.begin(cmd, db);
     try {
-        reply = co_await dispatch(msg, cmd, db);
+        Status own = sessionAllowed(cmd);
+        if (!own.isOK())
+            reply = errorDoc(own);
+        else
+            reply = co_await dispatch(msg, cmd, db);
     } catch (const DBException& e) {
         reply = errorDoc(e.status());
     } catch (const std::exception& e) {
@@ -526,6 +562,7 @@ bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const 
         e.remoteId = remote;
         e.ns = ns;
         e.fastTiered = fastTiered;
+        e.owner = auth_.principal();
         std::vector<CursorEntry> dropped;
         int64_t id = p_.cursors().add(std::move(e), &dropped);
         if (!dropped.empty()) p_.killRemote(dropped);
@@ -647,22 +684,59 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     if (!bson_iter_init(&first, cmd) || !bson_iter_next(&first))
         co_return errorDoc(Status(ErrorCode::Location40571, "empty command"));
     std::string name = bson_iter_key(&first);
-    if (name == "hello" || name == "isMaster" || name == "ismaster") co_return hello(cmd);
+    if (name == "hello" || name == "isMaster" || name == "ismaster") {
+        bson::Doc d = hello(cmd);
+        co_await auth_.appendToHello(cmd, d.mut());
+        co_return d;
+    }
     if (name == "ping") {
         bson::Doc d;
         BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
         appendClock(d.mut(), 0);
         co_return d;
     }
-    if (name == "saslStart" || name == "saslContinue" || name == "authenticate" || name == "logout")
-        // These change who a connection is authenticated as: forwarded, they would
-        // act on a pooled tier connection that the proxy authenticated as itself.
+    // Authentication happens here, never on a tier: forwarded, these would act on
+    // a pooled tier connection that the proxy authenticated as itself.
+    if (!auth_.enabled() && (name == "saslStart" || name == "saslContinue" ||
+                             name == "authenticate" || name == "logout"))
         co_return errorDoc(
             Status(ErrorCode::CommandNotSupported,
-                   fmt::format("halocline: {} is not supported through the proxy; it does not "
-                               "authenticate its clients (it authenticates to the tiers with the "
-                               "credentials in its configuration): connect without credentials",
+                   fmt::format("halocline: {} is not supported: client authentication is "
+                               "disabled at this proxy (security.authorization); connect "
+                               "without credentials",
                                name)));
+    if (name == "saslStart" || name == "saslContinue") {
+        // (Not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
+        StatusWith<bson::Doc> r = bson::Doc();
+        if (name == "saslStart")
+            r = co_await auth_.saslStart(cmd, db);
+        else
+            r = co_await auth_.saslContinue(cmd, db);
+        if (!r.isOK()) co_return errorDoc(r.getStatus());
+        BSON_APPEND_DOUBLE(r.getValue().mut(), "ok", 1.0);
+        co_return std::move(r.getValue());
+    }
+    if (name == "authenticate") {
+        Status s = co_await auth_.authenticate(cmd, db);
+        if (!s.isOK()) co_return errorDoc(s);
+        bson::Doc d;
+        BSON_APPEND_UTF8(d.mut(), "dbname", "$external");
+        BSON_APPEND_UTF8(d.mut(), "user",
+                         auth_.principal().substr(0, auth_.principal().rfind('@')).c_str());
+        BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+        co_return d;
+    }
+    if (name == "logout" || name == "connectionStatus") {
+        bson::Doc d;
+        if (name == "logout")
+            auth_.logout();
+        else
+            auth_.appendConnectionStatus(cmd, d.mut());
+        BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+        co_return d;
+    }
+    if (Status allowed = co_await auth_.check(name, db, cmd); !allowed.isOK())
+        co_return errorDoc(allowed);
     if (name == "_isSelf") {
         // Which process answers: the proxy itself, never a tier behind it.
         static const bson_oid_t self = [] {
@@ -824,6 +898,7 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     if (!e)
         co_return errorDoc(
             Status(ErrorCode::CursorNotFound, fmt::format("cursor id {} not found", id)));
+    if (e->owner != auth_.principal()) co_return errorDoc(notCursorOwner("getMore", id, e->ns));
     if (e->fastTiered &&
         std::chrono::steady_clock::now() - e->created > p_.config().clockSkewGuard / 2) {
         p_.cursors().erase(id);
@@ -878,6 +953,8 @@ asio::awaitable<bson::Doc> ClientConnection::killCursors(const bson_t* cmd) {
                 notFound.push_back(id);
                 continue;
             }
+            if (e->owner != auth_.principal())
+                co_return errorDoc(notCursorOwner("killCursors", id, e->ns));
             p_.cursors().erase(id);
             killed.push_back(id);
             remote.push_back(*e);
@@ -1592,6 +1669,12 @@ bson::Doc ClientConnection::status() {
     BSON_APPEND_DOUBLE(d.mut(), "hitRatio",
                        fast + archive ? static_cast<double>(fast) / (fast + archive) : 0.0);
     BSON_APPEND_INT64(d.mut(), "openCursors", static_cast<int64_t>(p_.cursors().size()));
+    bson_t sec;
+    BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "security", &sec);
+    BSON_APPEND_BOOL(&sec, "authorization", p_.config().authorization);
+    BSON_APPEND_INT64(&sec, "authenticationsSucceeded", p_.authCounters().succeeded.load());
+    BSON_APPEND_INT64(&sec, "authenticationsFailed", p_.authCounters().failed.load());
+    bson_append_document_end(d.mut(), &sec);
     BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
     appendClock(d.mut(), 0);
     return d;
@@ -1676,6 +1759,7 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       archive_(io_, "archive", cfg_.archiveUri),
       fastSessions_(fast_),
       fastClock_(fast_),
+      users_(archive_, cfg_.userCacheInvalidation),
       tiers_{fast_, archive_, fastSessions_, Metadata{cfg_.metadataDb}},
       state_(cfg_),
       router_(cfg_, state_),
@@ -1687,6 +1771,19 @@ Proxy::~Proxy() {
 
 uint16_t Proxy::port() const {
     return listener_ ? listener_->port() : 0;
+}
+
+Status Proxy::claimSession(const std::string& lsidId, const std::string& principal) {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lk(sessionsMu_);
+    auto [it, fresh] = sessionOwners_.try_emplace(lsidId, SessionOwner{principal, now});
+    if (!fresh && it->second.principal != principal)
+        return Status(ErrorCode::Unauthorized,
+                      fmt::format("Cannot use a logical session that belongs to another user "
+                                  "(this connection is authenticated as {})",
+                                  principal));
+    it->second.lastUsed = now;
+    return Status::OK();
 }
 
 void Proxy::killRemote(const std::vector<CursorEntry>& dropped) {
@@ -1735,6 +1832,11 @@ asio::awaitable<void> Proxy::reapLoop() {
             if (shutdown_) co_return;
         }
         killRemote(cursors_.reap(cfg_.cursorTimeout));
+        {
+            auto idle = std::chrono::steady_clock::now() - std::chrono::minutes(30);
+            std::lock_guard lk(sessionsMu_);
+            std::erase_if(sessionOwners_, [&](const auto& e) { return e.second.lastUsed < idle; });
+        }
     }
 }
 
@@ -1802,6 +1904,12 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
         workers_ = std::make_unique<Workers>(io_, cfg_, tiers_, state_, owner);
         workers_->start();
     }
+    if (!cfg_.authorization)
+        log::warning("control", 22120,
+                     "Access control is not enabled for the proxy. Read and write access to data "
+                     "and configuration is unrestricted: every client acts as the proxy's tier "
+                     "user",
+                     "{}");
     log::info("network", 23016, "Waiting for connections",
               fmt::format(R"({{"port":{},"ssl":"{}"}})", listener_->port(),
                           cfg_.tls.enabled() ? "on" : "off"));

@@ -8,9 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "net/listener.h"
+#include "tiering/client_auth.h"
 #include "tiering/config.h"
 #include "tiering/cursors.h"
 #include "tiering/fast_clock.h"
@@ -19,6 +21,7 @@
 #include "tiering/router.h"
 #include "tiering/state.h"
 #include "tiering/tier.h"
+#include "tiering/users.h"
 
 namespace halo::tiering {
 
@@ -47,8 +50,15 @@ class Proxy {
     Router& router() { return router_; }
     CursorMap& cursors() { return cursors_; }
     Operations& operations() { return operations_; }
+    UserCache& users() { return users_; }
+    AuthCounters& authCounters() { return authCounters_; }
     asio::io_context& io() { return io_; }
     void killRemote(const std::vector<CursorEntry>& dropped);
+    /// A logical session belongs to the first user that uses it: another
+    /// user's command with it gets 13 (the tiers see every client session as
+    /// the proxy's user, so they cannot tell them apart). Idle sessions are
+    /// forgotten after 30 minutes, as mongod's logical session timeout.
+    Status claimSession(const std::string& lsidId, const std::string& principal);
 
   private:
     asio::awaitable<void> reapLoop();
@@ -67,10 +77,18 @@ class Proxy {
     Tier archive_;
     SessionPool fastSessions_;
     FastClock fastClock_;
+    UserCache users_;
     Tiers tiers_;
     SharedState state_;
     Router router_;
     CursorMap cursors_;
+    std::mutex sessionsMu_;
+    struct SessionOwner {
+        std::string principal;
+        std::chrono::steady_clock::time_point lastUsed;
+    };
+    std::unordered_map<std::string, SessionOwner> sessionOwners_;
+    AuthCounters authCounters_;
     std::unique_ptr<net::Listener> listener_;
     std::unique_ptr<Workers> workers_;
     std::mutex mu_;

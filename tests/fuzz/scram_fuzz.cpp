@@ -1,5 +1,6 @@
-// Fuzz target for the SCRAM messages the store reads from unauthenticated
-// clients (client-first and client-final, through ScramServer) and the base64
+// Fuzz target for the SCRAM messages the store and the proxy read from
+// unauthenticated clients (client-first and client-final, through ScramServer
+// and the proxy's SaslConversation, empty last step included) and the base64
 // and SASL-name decoders beneath them. The input is split at the first NUL:
 // client-first before it, client-final after. Built as a libFuzzer target under
 // clang (-DHALO_LIBFUZZER=ON); otherwise scram_fuzz_driver.cpp replays seeded
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "auth/sasl.h"
 #include "auth/scram.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -26,6 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!server.start(first).isOK()) continue;
         server.serverFirst(creds, "srv");
         (void)server.finish(final);
+    }
+    for (bool skip : {false, true}) {
+        SaslConversation conv;
+        if (!conv.start(skip ? "SCRAM-SHA-1" : "SCRAM-SHA-256", first, "admin", skip).isOK())
+            continue;
+        conv.serverFirst(creds);
+        auto step = conv.step(final);
+        if (step.isOK() && !step.getValue().done) (void)conv.step("");
+        (void)conv.step(final);  // after the end: refused, never a crash
     }
     return 0;
 }

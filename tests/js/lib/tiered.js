@@ -31,6 +31,7 @@ const CLIENT_DEFAULTS = { serverSelectionTimeoutMS: 10_000, connectTimeoutMS: 10
 // Users created on the tier stores by startTiered({auth}).
 const AUTH_ADMIN = { user: 'haloAdmin', pwd: 'admin-pw' };
 const AUTH_PROXY = { user: 'haloProxy', pwd: 'proxy-pw,with=odd:chars@/' };
+const VIEW_USERS_ROLE = 'userAdminAnyDatabase';
 const DEFAULT_WAIT_MS = 60_000;
 
 // ---------------------------------------------------------------------------------------
@@ -509,10 +510,12 @@ class Tiered {
     try {
       await root.connect();
       const mechanisms = this.auth.mechanisms[which];
+      // What the proxy needs to authenticate its own clients against the archive's users
+      // (docs/OPERATIONS.md, Tier credentials): view users on every database.
       await root.db('admin').command({
         createUser: AUTH_PROXY.user,
         pwd: AUTH_PROXY.pwd,
-        roles: this.auth.proxyRoles,
+        roles: [...this.auth.proxyRoles, { role: VIEW_USERS_ROLE, db: 'admin' }],
         ...(mechanisms ? { mechanisms } : {}),
       });
     } finally {
@@ -651,9 +654,16 @@ class Tiered {
     await this.archive.restart({ samePort: true });
   }
 
-  /** A connected MongoClient through the proxy, closed by cleanup(). */
+  /**
+   * A connected MongoClient through the proxy, closed by cleanup(). With auth the proxy
+   * authenticates its clients against the archive's users: this one logs in as the tiers'
+   * root user unless `options.auth` says otherwise (auth: null for none).
+   */
   async client(options = {}, params = {}) {
-    return this.track(new MongoClient(this.uri(params), { ...CLIENT_DEFAULTS, ...this.clientTls('proxy'), ...options }));
+    const creds = this.auth && !('auth' in options) ? this.rootCredentials() : {};
+    const opts = { ...CLIENT_DEFAULTS, ...this.clientTls('proxy'), ...creds, ...options };
+    if (opts.auth === null) delete opts.auth;
+    return this.track(new MongoClient(this.uri(params), opts));
   }
 
   /** A connected MongoClient straight to one tier (directConnection), closed by cleanup(). */

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "auth/sasl.h"
+
 namespace halo::auth {
 namespace {
 
@@ -159,6 +161,59 @@ TEST(Scram, ClientRefusesBadServerFirst) {
     EXPECT_FALSE(c.finalMessage("r=abcdef,s=!!,i=4096").isOK());
     EXPECT_FALSE(c.finalMessage("garbage").isOK());
     EXPECT_FALSE(c.verify("v=AQID").isOK());  // before any final message
+}
+
+}  // namespace
+}  // namespace halo::auth
+
+namespace halo::auth {
+namespace {
+
+/// A whole saslStart/saslContinue conversation with the client half.
+StatusWith<bool> converse(ScramMechanism m, const std::string& password, bool skipEmpty) {
+    auto sp = scramPassword(m, "alice", "secret").getValue();
+    ScramCredentials creds = makeCredentials(m, sp);
+    ScramClient client(m, "alice", scramPassword(m, "alice", password).getValue());
+    SaslConversation conv;
+    auto user = conv.start(mechanismName(m), client.first(), "admin", skipEmpty);
+    if (!user.isOK()) return user.getStatus();
+    EXPECT_EQ(user.getValue(), "alice");
+    auto final = client.finalMessage(conv.serverFirst(creds));
+    if (!final.isOK()) return final.getStatus();
+    auto step = conv.step(final.getValue());
+    if (!step.isOK()) return step.getStatus();
+    EXPECT_TRUE(client.verify(step.getValue().payload).isOK());
+    if (!skipEmpty) {
+        EXPECT_FALSE(step.getValue().done);
+        step = conv.step("");
+        if (!step.isOK()) return step.getStatus();
+    }
+    EXPECT_TRUE(step.getValue().done);
+    EXPECT_EQ(conv.step("").getStatus().code(), ErrorCode::ProtocolError);  // after the end
+    return true;
+}
+
+TEST(SaslConversationTest, CompletesWithOrWithoutTheEmptyLastStep) {
+    for (auto m : {ScramMechanism::Sha1, ScramMechanism::Sha256})
+        for (bool skip : {false, true}) {
+            auto r = converse(m, "secret", skip);
+            EXPECT_TRUE(r.isOK()) << r.getStatus().toString();
+        }
+}
+
+TEST(SaslConversationTest, AWrongPasswordFailsAuthentication) {
+    auto r = converse(ScramMechanism::Sha256, "wrong", true);
+    ASSERT_FALSE(r.isOK());
+    EXPECT_EQ(r.getStatus().code(), ErrorCode::AuthenticationFailed);
+}
+
+TEST(SaslConversationTest, UnknownMechanismsAreRefusedAsMongodRefusesThem) {
+    SaslConversation conv;
+    auto r = conv.start("PLAIN", "n,,n=alice,r=abc", "admin", false);
+    ASSERT_FALSE(r.isOK());
+    EXPECT_EQ(r.getStatus().code(), ErrorCode::MechanismUnavailable);
+    EXPECT_EQ(r.getStatus().reason(),
+              "Received authentication for mechanism PLAIN which is unknown or not enabled");
 }
 
 }  // namespace
