@@ -36,6 +36,25 @@ TEST(ProxyConfig, LoadsAValidFile) {
     EXPECT_EQ(c.getValue().policyFor("shop.other"), nullptr);
 }
 
+TEST(ProxyConfig, ClientAuthenticationIsOnWheneverTheProxyHoldsTierCredentials) {
+    std::string plain = "tiers: {fast: {uri: 'mongodb://h:1'}, archive: {uri: 'mongodb://h:2'}}\n";
+    std::string creds =
+        "tiers: {fast: {uri: 'mongodb://h:1'}, archive: {uri: 'mongodb://u:p%40w@h:2/?x=1'}}\n";
+    EXPECT_FALSE(parseProxyConfig(plain).getValue().authorization);
+    EXPECT_TRUE(parseProxyConfig(creds).getValue().authorization);
+    auto off = parseProxyConfig(creds + "security: {authorization: disabled}\n");
+    EXPECT_FALSE(off.getValue().authorization);
+    EXPECT_TRUE(off.getValue().authorizationExplicit);
+    auto on = parseProxyConfig(plain +
+                               "security: {authorization: enabled, "
+                               "userCacheInvalidationIntervalSecs: 5}\n");
+    EXPECT_TRUE(on.getValue().authorization);
+    EXPECT_EQ(on.getValue().userCacheInvalidation, Millis(5000));
+    EXPECT_EQ(parseProxyConfig(plain).getValue().userCacheInvalidation, Millis(30'000));
+    EXPECT_TRUE(hasCredentials("mongodb://user@h/"));
+    EXPECT_FALSE(hasCredentials("mongodb://h/?authSource=a@b"));
+}
+
 void expectRefused(const std::string& yaml, const std::string& keyAndProblem) {
     auto c = parseProxyConfig(yaml);
     ASSERT_FALSE(c.isOK()) << yaml;
@@ -58,6 +77,11 @@ TEST(ProxyConfig, RefusesInvalidFilesNamingTheKey) {
                   "tiering.collections[0].ageField");
     expectRefused(tiers + "tiering: {collections: [{namespace: a.b, ageField: d}]}",
                   "tiering.collections[0].horizon: is required");
+    expectRefused(tiers + "security: {authorization: yes}",
+                  "security.authorization: must be enabled or disabled");
+    expectRefused(tiers + "security: {userCacheInvalidationIntervalSecs: 0}",
+                  "security.userCacheInvalidationIntervalSecs");
+    expectRefused(tiers + "security: {keyFile: /x}", "security");
     expectRefused(tiers + "tiering: {colections: []}", "tiering.colections: unknown setting");
     expectRefused(tiers + "workers: {evictor: {maxDocsPerSecond: -3}}",
                   "workers.evictor.maxDocsPerSecond: must be a positive integer");
