@@ -91,6 +91,10 @@ const std::map<std::string, std::string>& fixtures() {
         // A custom role: update (no insert) on app.orders.
         {"ordersUpdater", R"([
             {"resource": {"db": "app", "collection": "orders"}, "actions": ["update"]}])"},
+        // A custom role: read app.orders, insert (only) into app.summary.
+        {"summaryInserter", R"([
+            {"resource": {"db": "app", "collection": "orders"}, "actions": ["find"]},
+            {"resource": {"db": "app", "collection": "summary"}, "actions": ["insert"]}])"},
         // A custom role: may change its own password and customData.
         {"selfService", R"([
             {"resource": {"db": "app", "collection": ""},
@@ -275,6 +279,31 @@ const Case kCases[] = {
          "from": {"db": "other", "coll": "x"}, "pipeline": [], "as": "c"}}]})",
      false, "a view reading another database"},
 
+    {"readWrite", "app", R"({"collMod": "orders", "index": {"name": "a_1", "hidden": true}})",
+     false, "index options are collMod"},
+    {"read", "app", R"({"dataSize": "app.orders"})", true, "dataSize: find on the full namespace"},
+    {"read", "app", R"({"dataSize": "other.orders"})", false, "dataSize names its own database"},
+    {"read", "app", R"({"mapReduce": "orders", "map": "f", "reduce": "g", "out": {"inline": 1}})",
+     true, "mapReduce inline: find"},
+    {"read", "app", R"({"mapReduce": "orders", "map": "f", "reduce": "g", "out": "mr"})", false,
+     "mapReduce into a collection: insert+remove"},
+    {"readWrite", "app",
+     R"({"mapReduce": "orders", "map": "f", "reduce": "g", "out": {"merge": "mr"}})", true,
+     "mapReduce merge: insert+update"},
+    {"readWrite", "app",
+     R"({"cloneCollectionAsCapped": "orders", "toCollection": "c", "size": 4096})", true,
+     "cloneCollectionAsCapped"},
+    {"summaryInserter", "app", R"({"aggregate": "orders", "pipeline": [{"$merge": "summary"}]})",
+     false, "$merge (merge/insert) needs update too"},
+    {"summaryInserter", "app",
+     R"({"aggregate": "orders", "pipeline": [{"$merge": {"into": "summary",
+         "whenMatched": "fail", "whenNotMatched": "insert"}}]})",
+     true, "$merge fail/insert needs insert only"},
+    {"summaryInserter", "app",
+     R"({"aggregate": "orders", "pipeline": [{"$merge": {"into": "summary",
+         "whenMatched": [{"$set": {"n": 1}}], "whenNotMatched": "discard"}}]})",
+     false, "$merge with a pipeline updates"},
+
     // readAnyDatabase
     {"readAnyDatabase", "crm", R"({"find": "leads"})", true, "any normal database"},
     {"readAnyDatabase", "local", R"({"find": "oplog.rs"})", false, "local is not normal"},
@@ -396,6 +425,12 @@ const Case kCases[] = {
     {"dbAdmin", "app", R"({"profile": 1, "slowms": 50})", true, "enableProfiler"},
     {"dbAdmin", "app", R"({"dropDatabase": 1})", true, "dropDatabase"},
     {"dbAdmin", "app", R"({"validate": "orders"})", true, "validate"},
+    {"dbAdmin", "app", R"({"collMod": "orders", "index": {"name": "a_1", "hidden": true}})", true,
+     "index options need nothing beyond collMod"},
+    {"clusterMonitor", "app", R"({"profile": -1})", true,
+     "reading the profiler settings: find on system.profile"},
+    {"clusterMonitor", "app", R"({"profile": 1})", false, "changing them: enableProfiler"},
+    {"clusterMonitor", "admin", R"({"top": 1})", true, "top"},
     {"dbAdmin", "app", R"({"compact": "orders"})", true, "compact"},
     {"dbAdmin", "app", R"({"find": "orders"})", false, "no data"},
     {"dbAdmin", "app", R"({"find": "system.profile"})", true, "the profiler's collection"},
