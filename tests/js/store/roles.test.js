@@ -3,13 +3,14 @@
 // has them: a role granting find on one collection reads that collection only; role changes
 // reach connected users on their next command; rolesInfo and usersInfo (showPrivileges,
 // showCredentials) in mongod's reply shapes; the credentials usersInfo shows are those SCRAM
-// logs in with; viewUser/viewRole govern who may see them; mongod's error codes; and
+// logs in with; viewUser/viewRole govern who may see them; cursors belong to the user that
+// opened them (getMore and killCursors by another user: 13); mongod's error codes; and
 // mongosh's role helpers (db.createRole, db.getRoles, db.getUser(..., {showPrivileges})).
 
 const { test, before, after, describe } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Long } = require('mongodb');
 const { startStore } = require('../lib/server');
 const { expectServerError, CLIENT_DEFAULTS } = require('../lib/fixture');
 const { mongoshJson } = require('../lib/mongosh');
@@ -370,6 +371,59 @@ describe('rolesInfo and usersInfo in mongod\'s shapes', () => {
     await expectServerError(alice.db('admin').command({ rolesInfo: 'authzReader' }), 13);
     const status = await alice.db('admin').command({ connectionStatus: 1, showPrivileges: true });
     assert.equal(status.authInfo.authenticatedUserPrivileges.length, 6);
+  });
+});
+
+describe('cursors belong to the user that opened them', () => {
+  let a;
+  let b;
+  let cursorId;
+  before(async () => {
+    const app = root.db('app');
+    await app.command({ createUser: 'ann', pwd: 'ann-pw', roles: ['read'] });
+    await app.command({ createUser: 'bob', pwd: 'bob-pw', roles: ['read'] });
+    await root.db('admin').command({ createUser: 'ops', pwd: 'ops-pw', roles: ['hostManager'] });
+    a = await connect({ user: 'ann', pwd: 'ann-pw', authSource: 'app' });
+    b = await connect({ user: 'bob', pwd: 'bob-pw', authSource: 'app' });
+  });
+
+  async function openCursor() {
+    const res = await a.db('app').command({ find: 'orders', batchSize: 1 });
+    assert.ok(!res.cursor.id.isZero());
+    return res.cursor.id;
+  }
+
+  test('getMore and killCursors by another user: 13, with mongod\'s messages', async () => {
+    cursorId = await openCursor();
+    let err = await expectServerError(b.db('app').command({ getMore: cursorId, collection: 'orders' }), 13, 'Unauthorized');
+    assert.equal(err.message, `cursor id ${cursorId} was not created by the authenticated user`);
+    err = await expectServerError(b.db('app').command({ killCursors: 'orders', cursors: [cursorId] }), 13);
+    assert.equal(err.message, 'not authorized to kill cursor on app.orders');
+    // The owner continues it.
+    const more = await a.db('app').command({ getMore: cursorId, collection: 'orders', batchSize: 1 });
+    assert.equal(more.cursor.nextBatch.length, 1);
+    // An unknown cursor is no authorization matter.
+    const unknown = await b.db('app').command({ killCursors: 'orders', cursors: [Long.fromNumber(12345)] });
+    assert.equal(unknown.cursorsNotFound.length, 1);
+    const killed = await a.db('app').command({ killCursors: 'orders', cursors: [cursorId] });
+    assert.equal(killed.cursorsKilled.length, 1);
+  });
+
+  test('killAnyCursor (hostManager) kills any cursor', async () => {
+    cursorId = await openCursor();
+    const ops = await connect({ user: 'ops', pwd: 'ops-pw' });
+    const killed = await ops.db('app').command({ killCursors: 'orders', cursors: [cursorId] });
+    assert.equal(killed.cursorsKilled.length, 1);
+  });
+
+  test('the owner loses its cursor with the privileges the cursor needed', async () => {
+    cursorId = await openCursor();
+    await root.db('app').command({ revokeRolesFromUser: 'ann', roles: ['read'] });
+    const err = await expectServerError(a.db('app').command({ getMore: cursorId, collection: 'orders' }), 13);
+    assert.equal(err.message, `not authorized for getMore with cursor id ${cursorId}`);
+    await root.db('app').command({ grantRolesToUser: 'ann', roles: ['read'] });
+    const more = await a.db('app').command({ getMore: cursorId, collection: 'orders' });
+    assert.equal(more.cursor.nextBatch.length, 2);
   });
 });
 
