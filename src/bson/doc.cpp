@@ -135,6 +135,16 @@ bool find(const bson_t* doc, std::string_view field, bson_iter_t* out) {
     return bson_iter_find_w_len(out, field.data(), static_cast<int>(field.size()));
 }
 
+std::string stringField(const bson_t* doc, std::string_view field) {
+    bson_iter_t it;
+    if (find(doc, field, &it) && BSON_ITER_HOLDS_UTF8(&it)) {
+        uint32_t len;
+        const char* s = bson_iter_utf8(&it, &len);
+        return std::string(s, len);
+    }
+    return {};
+}
+
 bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out) {
     bson_iter_t it;
     if (!bson_iter_init(&it, doc)) return false;

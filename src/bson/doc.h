@@ -80,6 +80,8 @@ class View {
 
 /// Reads a top-level field. Returns false when absent.
 bool find(const bson_t* doc, std::string_view field, bson_iter_t* out);
+/// The string at a top-level field; empty when absent or not a string.
+std::string stringField(const bson_t* doc, std::string_view field);
 /// Reads a dotted path through embedded documents (no array traversal).
 bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out);
 

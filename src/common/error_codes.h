@@ -166,9 +166,11 @@ namespace halo {
     X(AuthenticationFailed, 18)                      \
     X(UserNotFound, 11)                              \
     X(RoleNotFound, 31)                              \
+    X(InvalidRoleModification, 49)                   \
     X(MechanismUnavailable, 334)                     \
     X(UnsupportedOpQueryCommand, 352)                \
     X(Location51003, 51003)                          \
+    X(Location51002, 51002)                          \
     X(NetworkTimeout, 89)                            \
     X(InvalidSSLConfiguration, 140)                  \
     X(SSLHandshakeFailed, 141)                       \

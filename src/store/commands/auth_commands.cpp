@@ -11,6 +11,7 @@
 
 #include "auth/scram.h"
 #include "common/log.h"
+#include "store/commands/authz_documents.h"
 #include "store/commands/command.h"
 #include "store/server/store.h"
 #include "store/storage/catalog.h"
@@ -21,53 +22,11 @@ namespace {
 
 using halo::auth::ScramMechanism;
 
-constexpr const char* kUsers = "system.users";
+constexpr const char* kUsers = kUsersCollection;
 constexpr ScramMechanism kAllMechanisms[] = {ScramMechanism::Sha1, ScramMechanism::Sha256};
 
 std::string userAtDb(std::string_view user, std::string_view db) {
     return fmt::format("{}@{}", user, db);
-}
-
-std::string stringField(const bson_t* d, const char* k) {
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, d, k) && BSON_ITER_HOLDS_UTF8(&it))
-        return bson_iter_utf8(&it, nullptr);
-    return {};
-}
-
-/// The first batch of an internal find (user documents are few: one batch).
-std::vector<bson::Doc> findUsers(Store& store, const bson_t* filter) {
-    bson::Doc cmd;
-    BSON_APPEND_UTF8(cmd.mut(), "find", kUsers);
-    BSON_APPEND_DOCUMENT(cmd.mut(), "filter", filter);
-    bson_t sort;
-    BSON_APPEND_DOCUMENT_BEGIN(cmd.mut(), "sort", &sort);
-    BSON_APPEND_INT32(&sort, "_id", 1);
-    bson_append_document_end(cmd.mut(), &sort);
-    BSON_APPEND_INT64(cmd.mut(), "batchSize", 1'000'000);
-    BSON_APPEND_BOOL(cmd.mut(), "singleBatch", true);
-    bson::Doc reply = store.runInternal("admin", cmd.get());
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, reply.get(), "ok") && !bson_iter_as_bool(&it)) {
-        int code = 8;
-        if (bson_iter_init_find(&it, reply.get(), "code")) code = bson_iter_as_int64(&it);
-        uasserted(static_cast<ErrorCode>(code),
-                  "reading admin.system.users: " + stringField(reply.get(), "errmsg"));
-    }
-    std::vector<bson::Doc> out;
-    bson_t cursor, batch;
-    if (!bson::subDocument(reply.get(), "cursor", &cursor) ||
-        !bson::subDocument(&cursor, "firstBatch", &batch))
-        return out;
-    bson_iter_init(&it, &batch);
-    while (bson_iter_next(&it)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&it, &len, &data);
-        out.push_back(bson::Doc::copyOf(data, len));
-    }
-    return out;
 }
 
 std::optional<halo::auth::ScramCredentials> credentialsOf(const bson_t* userDoc, ScramMechanism m) {
@@ -80,9 +39,9 @@ std::optional<halo::auth::ScramCredentials> credentialsOf(const bson_t* userDoc,
     if (!bson_iter_init_find(&it, &c, "iterationCount") || !BSON_ITER_HOLDS_NUMBER(&it))
         return std::nullopt;
     out.iterationCount = static_cast<int>(bson_iter_as_int64(&it));
-    auto salt = halo::auth::base64Decode(stringField(&c, "salt"));
-    auto stored = halo::auth::base64Decode(stringField(&c, "storedKey"));
-    auto server = halo::auth::base64Decode(stringField(&c, "serverKey"));
+    auto salt = halo::auth::base64Decode(bson::stringField(&c, "salt"));
+    auto stored = halo::auth::base64Decode(bson::stringField(&c, "storedKey"));
+    auto server = halo::auth::base64Decode(bson::stringField(&c, "serverKey"));
     if (!salt || !stored || !server || stored->empty() || server->empty()) return std::nullopt;
     out.salt = std::move(*salt);
     out.storedKey = std::move(*stored);
@@ -179,7 +138,7 @@ StatusWith<std::string> startConversation(Store& store, ClientState& client, std
 
 void completeAuthentication(Store& store, ClientState& client) {
     SaslConversation& conv = *client.sasl;
-    uint64_t gen = store.userGeneration();
+    uint64_t gen = store.authzGeneration();
     auto doc = findUserDoc(store, conv.db, conv.user);
     std::string mech(halo::auth::mechanismName(conv.scram->mechanism()));
     if (!doc) {
@@ -188,7 +147,10 @@ void completeAuthentication(Store& store, ClientState& client) {
         client.sasl.reset();
         throw DBException(s);
     }
-    client.user = AuthenticatedUser{conv.user, conv.db, rolesOf(doc->get()), gen};
+    auto roles = rolesOf(doc->get());
+    auto privileges = privilegesOf(store, roles);
+    client.user =
+        AuthenticatedUser{conv.user, conv.db, std::move(roles), std::move(privileges), gen};
     log::info("access", 5286306, "Successfully authenticated",
               fmt::format(R"({{"mechanism":{},"user":{},"db":{},"remote":{}}})", log::quote(mech),
                           log::quote(conv.user), log::quote(conv.db), log::quote(client.remote)));
@@ -268,7 +230,7 @@ HALO_REGISTER_COMMAND(CommandSpec{{"logout"}, [](OperationContext& op, bson_t*) 
 HALO_REGISTER_COMMAND(CommandSpec{
     {"connectionStatus"}, [](OperationContext& op, bson_t* r) {
         cmdarg::checkFields(op, {"showPrivileges"});
-        bson_t info, users, roles;
+        bson_t info, users;
         BSON_APPEND_DOCUMENT_BEGIN(r, "authInfo", &info);
         BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &users);
         if (op.client.user) {
@@ -279,33 +241,19 @@ HALO_REGISTER_COMMAND(CommandSpec{
             bson_append_document_end(&users, &u);
         }
         bson_append_array_end(&info, &users);
-        BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles", &roles);
-        if (op.client.user) {
-            int i = 0;
-            for (const auto& role : op.client.user->roles) {
-                std::string k = std::to_string(i++);
-                bson_t d;
-                BSON_APPEND_DOCUMENT_BEGIN(&roles, k.c_str(), &d);
-                BSON_APPEND_UTF8(&d, "role", role.role.c_str());
-                BSON_APPEND_UTF8(&d, "db", role.db.c_str());
-                bson_append_document_end(&roles, &d);
-            }
-        }
-        bson_append_array_end(&info, &roles);
+        authz::appendRoleNames(
+            &info, "authenticatedUserRoles",
+            op.client.user ? op.client.user->roles : std::vector<authz::RoleName>{});
+        if (op.client.user && cmdarg::getBool(op.cmd, "showPrivileges", false))
+            authz::appendPrivileges(&info, "authenticatedUserPrivileges",
+                                    op.client.user->privileges->privileges());
         bson_append_document_end(r, &info);
     }});
 
 // --- User management ------------------------------------------------------------
 
 std::string userNameArg(const OperationContext& op) {
-    bson_iter_t it;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    if (!BSON_ITER_HOLDS_UTF8(&it))
-        uasserted(ErrorCode::TypeMismatch,
-                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'string'",
-                              op.name, op.name, bson::typeName(bson_iter_type(&it))));
-    std::string name = bson_iter_utf8(&it, nullptr);
+    std::string name = cmdarg::stringArgument(op);
     if (name.empty())
         uasserted(ErrorCode::BadValue, "User document needs 'user' field to be non-empty");
     return name;
@@ -318,41 +266,11 @@ void checkUserDb(std::string_view db) {
                   "Users on $external (LDAP, x.509, Kerberos) are not supported by this store");
 }
 
+/// The command's `roles`, every one of which must exist (RoleNotFound 31).
 std::vector<authz::RoleName> parseRoles(const OperationContext& op) {
-    bson_iter_t it, a;
-    if (!bson::find(op.cmd, "roles", &it))
-        uasserted(ErrorCode::Location40414,
-                  fmt::format("BSON field '{}.roles' is missing but a required field", op.name));
-    if (!BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::TypeMismatch,
-                  fmt::format("BSON field '{}.roles' is the wrong type '{}', expected type 'array'",
-                              op.name, bson::typeName(bson_iter_type(&it))));
-    std::vector<authz::RoleName> out;
-    bson_iter_recurse(&it, &a);
-    while (bson_iter_next(&a)) {
-        authz::RoleName r;
-        if (BSON_ITER_HOLDS_UTF8(&a)) {
-            r = {bson_iter_utf8(&a, nullptr), op.db};
-        } else if (BSON_ITER_HOLDS_DOCUMENT(&a)) {
-            uint32_t len;
-            const uint8_t* data;
-            bson_iter_document(&a, &len, &data);
-            bson::View v(data, len);
-            r = {stringField(v.get(), "role"), stringField(v.get(), "db")};
-            if (r.role.empty() || r.db.empty())
-                uasserted(ErrorCode::BadValue,
-                          "A role document needs string 'role' and 'db' fields");
-        } else {
-            uasserted(ErrorCode::BadValue, "Role names must be either strings or objects");
-        }
-        if (!authz::isBuiltinRole(r))
-            uasserted(ErrorCode::RoleNotFound,
-                      fmt::format("Could not find role: {}", userAtDb(r.role, r.db)));
-        bool dup = false;
-        for (const auto& o : out) dup = dup || o == r;
-        if (!dup) out.push_back(std::move(r));
-    }
-    return out;
+    auto roles = parseRoleNames(op.cmd, op.name, op.db);
+    if (auto missing = missingRoles(op.store, roles); !missing.empty()) throwRoleNotFound(missing);
+    return roles;
 }
 
 /// The mechanisms named by the command (nullopt when absent).
@@ -405,20 +323,6 @@ bson::Doc buildCredentials(const OperationContext& op, std::string_view user, st
     return out;
 }
 
-void appendRoles(bson_t* doc, const std::vector<authz::RoleName>& roles) {
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(doc, "roles", &arr);
-    for (size_t i = 0; i < roles.size(); ++i) {
-        std::string k = std::to_string(i);
-        bson_t r;
-        BSON_APPEND_DOCUMENT_BEGIN(&arr, k.c_str(), &r);
-        BSON_APPEND_UTF8(&r, "role", roles[i].role.c_str());
-        BSON_APPEND_UTF8(&r, "db", roles[i].db.c_str());
-        bson_append_document_end(&arr, &r);
-    }
-    bson_append_array_end(doc, &arr);
-}
-
 std::string passwordArg(const OperationContext& op, bool required) {
     bson_iter_t it;
     if (!bson::find(op.cmd, "pwd", &it)) {
@@ -435,34 +339,6 @@ std::string passwordArg(const OperationContext& op, bool required) {
     const char* s = bson_iter_utf8(&it, &len);
     if (len == 0) uasserted(ErrorCode::BadValue, "User passwords must not be empty");
     return std::string(s, len);
-}
-
-/// Throws the error of an internal write's reply (ok:0 or the first writeError).
-void checkWriteReply(const bson_t* reply, const std::string& user) {
-    bson_iter_t it;
-    auto fail = [&](const bson_t* d) {
-        int64_t code = 8;
-        bson_iter_t c;
-        if (bson_iter_init_find(&c, d, "code")) code = bson_iter_as_int64(&c);
-        if (code == static_cast<int>(ErrorCode::DuplicateKey))
-            uasserted(ErrorCode::Location51003, fmt::format("User \"{}\" already exists", user));
-        uasserted(static_cast<ErrorCode>(code), stringField(d, "errmsg"));
-    };
-    if (bson_iter_init_find(&it, reply, "ok") && !bson_iter_as_bool(&it)) fail(reply);
-    bson_t errs;
-    if (bson::subDocument(reply, "writeErrors", &errs) && bson_iter_init(&it, &errs) &&
-        bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&it, &len, &data);
-        bson::View v(data, len);
-        fail(v.get());
-    }
-}
-
-int64_t nFrom(const bson_t* reply) {
-    bson_iter_t it;
-    return bson_iter_init_find(&it, reply, "n") ? bson_iter_as_int64(&it) : 0;
 }
 
 /// authenticationRestrictions are accepted only when empty: silently ignoring
@@ -495,9 +371,9 @@ void replaceUserDoc(OperationContext& op, const std::string& user, const bson_t*
     bson_append_document_end(&ups, &u0);
     bson_append_array_end(update.mut(), &ups);
     bson::Doc reply = op.store.runInternal("admin", update.get());
-    op.store.bumpUserGeneration();
-    checkWriteReply(reply.get(), userAtDb(user, op.db));
-    if (nFrom(reply.get()) == 0)
+    op.store.bumpAuthzGeneration();
+    checkWriteReply(reply.get());
+    if (writeCount(reply.get()) == 0)
         uasserted(ErrorCode::UserNotFound, fmt::format("User {} not found", userAtDb(user, op.db)));
 }
 
@@ -525,18 +401,12 @@ void runCreateUser(OperationContext& op, bson_t*) {
     BSON_APPEND_UTF8(doc.mut(), "user", user.c_str());
     BSON_APPEND_UTF8(doc.mut(), "db", op.db.c_str());
     BSON_APPEND_DOCUMENT(doc.mut(), "credentials", creds.get());
-    appendRoles(doc.mut(), roles);
     if (hasCustom) BSON_APPEND_DOCUMENT(doc.mut(), "customData", &customData);
+    authz::appendRoleNames(doc.mut(), "roles", roles);
 
-    bson::Doc insert;
-    BSON_APPEND_UTF8(insert.mut(), "insert", kUsers);
-    bson_t docs;
-    BSON_APPEND_ARRAY_BEGIN(insert.mut(), "documents", &docs);
-    BSON_APPEND_DOCUMENT(&docs, "0", doc.get());
-    bson_append_array_end(insert.mut(), &docs);
-    bson::Doc reply = op.store.runInternal("admin", insert.get());
-    op.store.bumpUserGeneration();
-    checkWriteReply(reply.get(), userAtDb(user, op.db));
+    insertAuthzDocument(op.store, kUsers, doc.get(),
+                        Status(ErrorCode::Location51003,
+                               fmt::format("User \"{}\" already exists", userAtDb(user, op.db))));
     log::info("access", 20258, "Created user",
               fmt::format(R"({{"user":{},"db":{}}})", log::quote(user), log::quote(op.db)));
 }
@@ -588,10 +458,6 @@ void runUpdateUser(OperationContext& op, bson_t*) {
             }
         BSON_APPEND_DOCUMENT(doc.mut(), "credentials", creds.get());
     }
-    if (hasRoles)
-        appendRoles(doc.mut(), parseRoles(op));
-    else if (bson_iter_init_find(&it, existing->get(), "roles"))
-        bson::appendIter(doc.mut(), "roles", it);
     bson_t customData;
     if (hasCustom) {
         if (cmdarg::getDoc(op.cmd, "customData", &customData, op.name))
@@ -599,6 +465,10 @@ void runUpdateUser(OperationContext& op, bson_t*) {
     } else if (bson_iter_init_find(&it, existing->get(), "customData")) {
         bson::appendIter(doc.mut(), "customData", it);
     }
+    if (hasRoles)
+        authz::appendRoleNames(doc.mut(), "roles", parseRoles(op));
+    else if (bson_iter_init_find(&it, existing->get(), "roles"))
+        bson::appendIter(doc.mut(), "roles", it);
 
     replaceUserDoc(op, user, doc.get());
 }
@@ -625,7 +495,7 @@ void changeRoles(OperationContext& op, bool grant) {
         if (k == "roles") continue;
         bson::appendIter(doc.mut(), k, it);
     }
-    appendRoles(doc.mut(), roles);
+    authz::appendRoleNames(doc.mut(), "roles", roles);
     replaceUserDoc(op, user, doc.get());
 }
 
@@ -644,9 +514,9 @@ int64_t deleteUsers(OperationContext& op, const std::string* user) {
     bson_append_document_end(&dels, &d0);
     bson_append_array_end(del.mut(), &dels);
     bson::Doc reply = op.store.runInternal("admin", del.get());
-    op.store.bumpUserGeneration();
-    checkWriteReply(reply.get(), user ? userAtDb(*user, op.db) : op.db);
-    return nFrom(reply.get());
+    op.store.bumpAuthzGeneration();
+    checkWriteReply(reply.get());
+    return writeCount(reply.get());
 }
 
 void runDropUser(OperationContext& op, bson_t*) {
@@ -662,71 +532,144 @@ void runDropAllUsers(OperationContext& op, bson_t* reply) {
     BSON_APPEND_INT64(reply, "n", deleteUsers(op, nullptr));
 }
 
-/// One usersInfo selector ("name" or {user, db}) as a filter.
-void appendSelector(bson_t* out, const char* key, bson_iter_t* v, const std::string& db) {
-    bson_t f;
-    BSON_APPEND_DOCUMENT_BEGIN(out, key, &f);
-    if (BSON_ITER_HOLDS_UTF8(v)) {
-        BSON_APPEND_UTF8(&f, "user", bson_iter_utf8(v, nullptr));
-        BSON_APPEND_UTF8(&f, "db", db.c_str());
-    } else if (BSON_ITER_HOLDS_DOCUMENT(v)) {
+/// One usersInfo selector ("name" or {user, db}): {user, db}.
+std::pair<std::string, std::string> selectedUser(bson_iter_t* v, const std::string& db) {
+    if (BSON_ITER_HOLDS_UTF8(v)) return {bson_iter_utf8(v, nullptr), db};
+    if (BSON_ITER_HOLDS_DOCUMENT(v)) {
         uint32_t len;
         const uint8_t* data;
         bson_iter_document(v, &len, &data);
         bson::View d(data, len);
-        std::string u = stringField(d.get(), "user"), udb = stringField(d.get(), "db");
+        std::string u = bson::stringField(d.get(), "user"), udb = bson::stringField(d.get(), "db");
         if (u.empty() || udb.empty())
             uasserted(ErrorCode::BadValue, "User name must contain 'user' and 'db' fields");
-        BSON_APPEND_UTF8(&f, "user", u.c_str());
-        BSON_APPEND_UTF8(&f, "db", udb.c_str());
-    } else {
-        uasserted(ErrorCode::BadValue,
-                  "usersInfo takes 1, a user name, a {user, db} document, or an array of them");
+        return {u, udb};
     }
-    bson_append_document_end(out, &f);
+    uasserted(ErrorCode::BadValue,
+              "usersInfo takes 1, a user name, a {user, db} document, or an array of them");
+}
+
+struct UsersInfoOptions {
+    bool credentials = false;
+    bool customData = true;
+    bool privileges = false;
+    bool restrictions = false;
+};
+
+/// A user as usersInfo shows it: the stored fields with `mechanisms` (the
+/// credentials' names) where the credentials are, the credentials and
+/// customData only when asked for.
+void appendUserFields(bson_t* d, const bson_t* stored, const UsersInfoOptions& show,
+                      bool mechanismsLast) {
+    bson_iter_t f;
+    bson_iter_init(&f, stored);
+    while (bson_iter_next(&f)) {
+        std::string_view k = bson_iter_key(&f);
+        if (k == "credentials") {
+            if (!mechanismsLast) appendMechanismNames(d, "mechanisms", mechanismsOf(stored));
+            if (!show.credentials) continue;
+        }
+        if (k == "customData" && !show.customData) continue;
+        if (k == "authenticationRestrictions") continue;
+        bson::appendIter(d, k, f);
+    }
+    if (mechanismsLast) appendMechanismNames(d, "mechanisms", mechanismsOf(stored));
+}
+
+/// usersInfo with showPrivileges (or showAuthenticationRestrictions): each
+/// named user, in the order asked, with the roles and privileges it resolves to.
+void appendResolvedUsers(OperationContext& op, bson_t* users, bson_iter_t* arg,
+                         const UsersInfoOptions& show) {
+    std::vector<std::pair<std::string, std::string>> names;
+    if (BSON_ITER_HOLDS_ARRAY(arg)) {
+        bson_iter_t a;
+        bson_iter_recurse(arg, &a);
+        while (bson_iter_next(&a)) names.push_back(selectedUser(&a, op.db));
+    } else {
+        names.push_back(selectedUser(arg, op.db));
+    }
+    int i = 0;
+    for (const auto& [user, db] : names) {
+        auto doc = findUserDoc(op.store, db, user);
+        if (!doc) continue;
+        std::string k = std::to_string(i++);
+        bson_t d;
+        BSON_APPEND_DOCUMENT_BEGIN(users, k.c_str(), &d);
+        appendUserFields(&d, doc->get(), show, false);
+        if (show.restrictions) {
+            bson_t empty;
+            BSON_APPEND_ARRAY_BEGIN(&d, "authenticationRestrictions", &empty);
+            bson_append_array_end(&d, &empty);
+        }
+        auto resolved = resolveRoles(op.store, rolesOf(doc->get()));
+        authz::appendRoleNames(&d, "inheritedRoles", resolved.roles);
+        authz::appendPrivileges(&d, "inheritedPrivileges", resolved.privileges);
+        bson_t restrictions;
+        BSON_APPEND_ARRAY_BEGIN(&d, "inheritedAuthenticationRestrictions", &restrictions);
+        bson_append_array_end(&d, &restrictions);
+        bson_append_document_end(users, &d);
+    }
 }
 
 void runUsersInfo(OperationContext& op, bson_t* reply) {
     cmdarg::checkFields(op, {"showCredentials", "showPrivileges", "showAuthenticationRestrictions",
                              "showCustomData", "filter"});
-    bool showCredentials = cmdarg::getBool(op.cmd, "showCredentials", false);
-    bool showCustomData = cmdarg::getBool(op.cmd, "showCustomData", true);
+    UsersInfoOptions show;
+    show.credentials = cmdarg::getBool(op.cmd, "showCredentials", false);
+    show.customData = cmdarg::getBool(op.cmd, "showCustomData", true);
+    show.privileges = cmdarg::getBool(op.cmd, "showPrivileges", false);
+    show.restrictions = cmdarg::getBool(op.cmd, "showAuthenticationRestrictions", false);
     bson_iter_t it;
     bson_iter_init(&it, op.cmd);
     bson_iter_next(&it);
-    bson::Doc filter;
-    bool none = false;
     bool forAllDBs = false;
     if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
         bson_iter_t f;
         forAllDBs =
             bson_iter_recurse(&it, &f) && bson_iter_find(&f, "forAllDBs") && bson_iter_as_bool(&f);
     }
+    bool exact = !forAllDBs && !BSON_ITER_HOLDS_NUMBER(&it);
+    bson_t extra;
+    bool hasFilter = cmdarg::getDoc(op.cmd, "filter", &extra, "usersInfo");
+    bson_t users;
+    if (show.privileges || show.restrictions) {
+        if (hasFilter || !exact)
+            uasserted(ErrorCode::IllegalOperation,
+                      "Privilege or restriction details require exact-match usersInfo queries");
+        BSON_APPEND_ARRAY_BEGIN(reply, "users", &users);
+        appendResolvedUsers(op, &users, &it, show);
+        bson_append_array_end(reply, &users);
+        return;
+    }
+    bson::Doc filter;
+    bool none = false;
     if (forAllDBs) {
         // every user of every database
     } else if (BSON_ITER_HOLDS_NUMBER(&it)) {
         BSON_APPEND_UTF8(filter.mut(), "db", op.db.c_str());
-    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+    } else {
+        std::vector<std::pair<std::string, std::string>> names;
+        if (BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t a;
+            bson_iter_recurse(&it, &a);
+            while (bson_iter_next(&a)) names.push_back(selectedUser(&a, op.db));
+        } else {
+            names.push_back(selectedUser(&it, op.db));
+        }
+        none = names.empty();
         bson_t ors;
         BSON_APPEND_ARRAY_BEGIN(filter.mut(), "$or", &ors);
-        bson_iter_t a;
-        bson_iter_recurse(&it, &a);
-        int i = 0;
-        while (bson_iter_next(&a)) {
-            std::string k = std::to_string(i++);
-            appendSelector(&ors, k.c_str(), &a, op.db);
+        for (size_t i = 0; i < names.size(); ++i) {
+            std::string k = std::to_string(i);
+            bson_t one;
+            BSON_APPEND_DOCUMENT_BEGIN(&ors, k.c_str(), &one);
+            BSON_APPEND_UTF8(&one, "user", names[i].first.c_str());
+            BSON_APPEND_UTF8(&one, "db", names[i].second.c_str());
+            bson_append_document_end(&ors, &one);
         }
         bson_append_array_end(filter.mut(), &ors);
-        none = i == 0;
-    } else {
-        bson::Doc one;
-        appendSelector(one.mut(), "s", &it, op.db);
-        bson_t sel;
-        bson::subDocument(one.get(), "s", &sel);
-        filter = bson::Doc::copyOf(&sel);
     }
-    bson_t extra;
-    if (cmdarg::getDoc(op.cmd, "filter", &extra, "usersInfo")) {
+    if (hasFilter) {
         bson::Doc both;
         bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(both.mut(), "$and", &arr);
@@ -735,23 +678,18 @@ void runUsersInfo(OperationContext& op, bson_t* reply) {
         bson_append_array_end(both.mut(), &arr);
         filter = std::move(both);
     }
-    bson_t users;
     BSON_APPEND_ARRAY_BEGIN(reply, "users", &users);
-    int i = 0;
     if (!none) {
-        for (const auto& u : findUsers(op.store, filter.get())) {
+        // Ordered as mongod orders user names: by user, then database.
+        bson::Doc sort;
+        BSON_APPEND_INT32(sort.mut(), "user", 1);
+        BSON_APPEND_INT32(sort.mut(), "db", 1);
+        int i = 0;
+        for (const auto& u : findAuthzDocuments(op.store, kUsers, filter.get(), sort.get())) {
             std::string k = std::to_string(i++);
             bson_t d;
             BSON_APPEND_DOCUMENT_BEGIN(&users, k.c_str(), &d);
-            bson_iter_t f;
-            for (const char* key : {"_id", "userId", "user", "db"})
-                if (bson_iter_init_find(&f, u.get(), key)) bson::appendIter(&d, key, f);
-            if (showCredentials && bson_iter_init_find(&f, u.get(), "credentials"))
-                bson::appendIter(&d, "credentials", f);
-            if (bson_iter_init_find(&f, u.get(), "roles")) bson::appendIter(&d, "roles", f);
-            if (showCustomData && bson_iter_init_find(&f, u.get(), "customData"))
-                bson::appendIter(&d, "customData", f);
-            appendMechanismNames(&d, "mechanisms", mechanismsOf(u.get()));
+            appendUserFields(&d, u.get(), show, true);
             bson_append_document_end(&users, &d);
         }
     }
@@ -770,36 +708,6 @@ HALO_REGISTER_COMMAND(CommandSpec{{"usersInfo"}, runUsersInfo});
 
 }  // namespace
 
-std::optional<bson::Doc> findUserDoc(Store& store, std::string_view db, std::string_view user) {
-    bson::Doc filter;
-    bson_append_utf8(filter.mut(), "user", 4, user.data(), static_cast<int>(user.size()));
-    bson_append_utf8(filter.mut(), "db", 2, db.data(), static_cast<int>(db.size()));
-    auto found = findUsers(store, filter.get());
-    if (found.empty()) return std::nullopt;
-    return std::move(found.front());
-}
-
-std::vector<authz::RoleName> rolesOf(const bson_t* userDoc) {
-    std::vector<authz::RoleName> out;
-    bson_iter_t it, a;
-    if (!bson_iter_init_find(&it, userDoc, "roles") || !BSON_ITER_HOLDS_ARRAY(&it)) return out;
-    bson_iter_recurse(&it, &a);
-    while (bson_iter_next(&a)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) continue;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&a, &len, &data);
-        bson::View v(data, len);
-        out.push_back({stringField(v.get(), "role"), stringField(v.get(), "db")});
-    }
-    return out;
-}
-
-bool anyUserExists(Store& store) {
-    auto c = store.catalog().lookup("admin.system.users");
-    return c && c->numRecords.load() > 0;
-}
-
 void appendHelloAuth(OperationContext& op, bson_t* reply) {
     bson_iter_t it;
     if (bson::find(op.cmd, "saslSupportedMechs", &it) && BSON_ITER_HOLDS_UTF8(&it)) {
@@ -817,8 +725,8 @@ void appendHelloAuth(OperationContext& op, bson_t* reply) {
     bson_t spec;
     if (!bson::subDocument(op.cmd, "speculativeAuthenticate", &spec)) return;
     try {
-        std::string mechanism = stringField(&spec, "mechanism");
-        std::string db = stringField(&spec, "db");
+        std::string mechanism = bson::stringField(&spec, "mechanism");
+        std::string db = bson::stringField(&spec, "db");
         if (!bson_has_field(&spec, "saslStart") || db.empty()) return;
         bson_t options;
         bool skip = false;
@@ -840,14 +748,9 @@ void appendHelloAuth(OperationContext& op, bson_t* reply) {
 
 bool mayListDatabase(const OperationContext& op, std::string_view db) {
     if (!op.store.authEnabled() || op.client.internal || !op.client.user) return true;
-    const auto& roles = op.client.user->roles;
-    using Scope = authz::Need::Scope;
-    if (authz::satisfies(roles, {Scope::Cluster, "", authz::kClusterMonitor}) ||
-        authz::satisfies(roles,
-                         {Scope::AnyDatabase, "",
-                          authz::kRead | authz::kWrite | authz::kDbAdmin | authz::kUserAdmin}))
-        return true;
-    return authz::anyAccessTo(roles, db);
+    const authz::PrivilegeSet& held = *op.client.user->privileges;
+    return held.isAuthorized(authz::ResourcePattern::cluster(), authz::ActionType::listDatabases) ||
+           held.anyOnDatabase(db);
 }
 
 }  // namespace halo::store

@@ -10,24 +10,19 @@
 #include <vector>
 
 #include "bson/doc.h"
-#include "store/authz/authorization.h"
+#include "store/commands/authz_documents.h"
 
 namespace halo::store {
 
 class Store;
 struct OperationContext;
 
-/// The user document for user `user` of database `db`, if there is one.
-std::optional<bson::Doc> findUserDoc(Store& store, std::string_view db, std::string_view user);
-/// The roles of a user document.
-std::vector<authz::RoleName> rolesOf(const bson_t* userDoc);
-/// Whether admin.system.users holds any user (no user: the localhost exception applies).
-bool anyUserExists(Store& store);
 /// hello: `saslSupportedMechs: "db.user"` and `speculativeAuthenticate` (a
 /// saslStart folded into the handshake). Never fails the hello.
 void appendHelloAuth(OperationContext& op, bson_t* reply);
 /// Whether listDatabases shows `db` to this connection (with --auth, a user
-/// without a cluster-wide role sees only the databases it has a role on).
+/// without the listDatabases action sees only the databases it holds a
+/// privilege in, as mongod's authorizedDatabases).
 bool mayListDatabase(const OperationContext& op, std::string_view db);
 
 }  // namespace halo::store

@@ -30,6 +30,19 @@ std::vector<std::string> CommandRegistry::names() const {
 
 namespace cmdarg {
 
+std::string stringArgument(const OperationContext& op) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, op.cmd) || !bson_iter_next(&it))
+        uasserted(ErrorCode::BadValue, "empty command");
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        uasserted(ErrorCode::TypeMismatch,
+                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'string'",
+                              op.name, op.name, bson::typeName(bson_iter_type(&it))));
+    uint32_t len = 0;
+    const char* s = bson_iter_utf8(&it, &len);
+    return std::string(s, len);
+}
+
 std::string collectionName(const OperationContext& op) {
     if (op.args.size() == 0) uasserted(ErrorCode::BadValue, "empty command");
     bson_iter_t it = op.args.at(0);

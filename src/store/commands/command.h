@@ -14,6 +14,7 @@
 #include "bson/doc.h"
 #include "bson/fields.h"
 #include "common/status.h"
+#include "store/authz/authorization.h"
 
 namespace halo::store {
 
@@ -42,6 +43,9 @@ struct OperationContext {
     std::string_view name;         // the command name as sent
     Deferral* deferral = nullptr;  // null: the command may not wait
     bool finalAttempt = true;      // false while a wait is still possible
+    /// With --auth: what the command needed (a cursor it opens keeps it, so
+    /// a getMore is refused once the user no longer holds it). Null otherwise.
+    const authz::CommandAccess* access = nullptr;
 };
 
 struct CommandSpec {
@@ -76,6 +80,8 @@ struct CommandRegistrar {
 
 // Helpers for reading command fields with mongod's error codes.
 namespace cmdarg {
+/// The command's first field as a string (TypeMismatch, as mongod's IDL, otherwise).
+std::string stringArgument(const OperationContext& op);
 /// The collection named by the command's first field (string), validated.
 std::string collectionName(const OperationContext& op);
 bool getBool(const bson_t* cmd, std::string_view field, bool dflt);

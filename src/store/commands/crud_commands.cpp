@@ -175,6 +175,35 @@ Status sameSessionAsCursor(const bson::Fields& cmd, const ClientCursor& c) {
     return Status::OK();
 }
 
+/// Whether the connection's user is the one that opened the cursor (mongod's
+/// isCoauthorizedWith: a cursor opened without a user belongs to no user).
+bool isCursorOwner(const OperationContext& op, const authz::CursorAuth& auth) {
+    const auto& user = op.client.user;
+    if (!auth.owner) return !user;
+    return user && user->user == auth.owner->first && user->db == auth.owner->second;
+}
+
+/// mongod's checkAuthForKillCursors: the owner, or killAnyCursor on the
+/// cluster or on the cursor's namespace (its database for listCollections).
+Status mayKillCursor(const OperationContext& op, const std::string& ns,
+                     const authz::CursorAuth& auth) {
+    using authz::ActionType;
+    using authz::ResourcePattern;
+    if (isCursorOwner(op, auth)) return Status::OK();
+    if (op.client.user) {
+        const authz::PrivilegeSet& held = *op.client.user->privileges;
+        auto dot = ns.find('.');
+        std::string db = ns.substr(0, dot);
+        ResourcePattern target = ns.ends_with(".$cmd.listCollections")
+                                     ? ResourcePattern::database(db)
+                                     : ResourcePattern::forNamespace(ns);
+        if (held.isAuthorized(ResourcePattern::cluster(), ActionType::killAnyCursor) ||
+            held.isAuthorized(target, ActionType::killAnyCursor))
+            return Status::OK();
+    }
+    return Status(ErrorCode::Unauthorized, fmt::format("not authorized to kill cursor on {}", ns));
+}
+
 void runGetMore(OperationContext& op, bson_t* reply) {
     op.store.counters().getmore++;
     bson_iter_t it = op.args.at(0);
@@ -196,6 +225,21 @@ void runGetMore(OperationContext& op, bson_t* reply) {
             uasserted(ErrorCode::OperationFailed,
                       fmt::format("Cursor id {} is already in use", id));
         uasserted(ErrorCode::CursorNotFound, fmt::format("cursor id {} not found", id));
+    }
+    if (cursor->auth && op.access) {
+        // Only the user that opened the cursor, still holding what opening it needed.
+        Status s = Status::OK();
+        if (!isCursorOwner(op, *cursor->auth))
+            s = Status(ErrorCode::Unauthorized,
+                       fmt::format("cursor id {} was not created by the authenticated user", id));
+        else if (!op.client.user ||
+                 !authz::isAuthorized(*op.client.user->privileges, cursor->auth->privileges))
+            s = Status(ErrorCode::Unauthorized,
+                       fmt::format("not authorized for getMore with cursor id {}", id));
+        if (!s.isOK()) {
+            op.store.cursors().checkin(std::move(cursor));
+            throw DBException(s);
+        }
     }
     if (cursor->ns != ns) {
         std::string cns = cursor->ns;
@@ -271,16 +315,27 @@ void runKillCursors(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::Location40414,
                   "BSON field 'killCursors.cursors' is missing but a required field");
     bson_t killed, notFound, alive, unknown;
-    std::vector<int64_t> k, nf;
+    std::vector<int64_t> ids, k, nf;
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
     while (bson_iter_next(&a)) {
         if (!BSON_ITER_HOLDS_INT64(&a))
             uasserted(ErrorCode::TypeMismatch,
                       "BSON field 'killCursors.cursors' elements must be longs");
-        int64_t id = bson_iter_int64(&a);
-        (op.store.cursors().kill(id) ? k : nf).push_back(id);
+        ids.push_back(bson_iter_int64(&a));
     }
+    if (op.access) {
+        // Every cursor is checked before any is killed (an unknown one is no
+        // authorization matter: it is reported as not found).
+        for (int64_t id : ids) {
+            std::string ns;
+            std::shared_ptr<const authz::CursorAuth> auth;
+            if (!op.store.cursors().describe(id, &ns, &auth) || !auth) continue;
+            Status s = mayKillCursor(op, ns, *auth);
+            if (!s.isOK()) throw DBException(s);
+        }
+    }
+    for (int64_t id : ids) (op.store.cursors().kill(id) ? k : nf).push_back(id);
     auto appendIds = [](bson_t* parent, const char* name, const std::vector<int64_t>& ids,
                         bson_t* arr) {
         BSON_APPEND_ARRAY_BEGIN(parent, name, arr);

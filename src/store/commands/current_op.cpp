@@ -102,11 +102,11 @@ void runKillOp(OperationContext& op, bson_t* reply) {
         uasserted(ErrorCode::TypeMismatch, fmt::format("Expected op to be a number, but got {}",
                                                        bson::valueToString(*bson_iter_value(&it))));
     log::info("command", 20482, "Going to kill op", fmt::format(R"({{"opId":{}}})", opid));
-    // Without the killop privilege (hostManager) a user may kill only its own operations.
+    // Without the killop action on the cluster a user may kill only its own operations.
     std::optional<std::pair<std::string, std::string>> owner;
     if (op.store.authEnabled() && op.client.user &&
-        !authz::satisfies(op.client.user->roles,
-                          authz::Need{authz::Need::Scope::Cluster, "", authz::kHostManager}))
+        !op.client.user->privileges->isAuthorized(authz::ResourcePattern::cluster(),
+                                                  authz::ActionType::killop))
         owner.emplace(op.client.user->user, op.client.user->db);
     if (!op.store.operations().kill(opid, owner) && owner)
         uasserted(ErrorCode::Unauthorized, "Unauthorized");

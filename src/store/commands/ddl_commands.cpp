@@ -160,6 +160,14 @@ HALO_REGISTER_COMMAND(CommandSpec{
     {"listCollections"}, [](OperationContext& op, bson_t* reply) {
         validateDbName(op.db);
         bool nameOnly = cmdarg::getBool(op.cmd, "nameOnly", false);
+        // {authorizedCollections: true, nameOnly: true} from a user without
+        // listCollections on the database: the collections it holds privileges on.
+        const authz::PrivilegeSet* onlyAuthorized = nullptr;
+        if (op.access && op.client.user && nameOnly &&
+            cmdarg::getBool(op.cmd, "authorizedCollections", false) &&
+            !op.client.user->privileges->isAuthorized(authz::ResourcePattern::database(op.db),
+                                                      authz::ActionType::listCollections))
+            onlyAuthorized = op.client.user->privileges.get();
         bson_t fv;
         bson::Doc filter;
         if (cmdarg::getDoc(op.cmd, "filter", &fv, "listCollections"))
@@ -175,6 +183,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
         int i = 0;
         for (const auto& c : op.store.catalog().listCollections(op.db)) {
+            if (onlyAuthorized && !onlyAuthorized->anyOnCollection(op.db, c->name)) continue;
             bson::Doc d;
             BSON_APPEND_UTF8(d.mut(), "name", c->name.c_str());
             BSON_APPEND_UTF8(d.mut(), "type", "collection");

@@ -203,6 +203,12 @@ std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string&
     c->stream = std::move(stream);
     c->lsid = sessionIdBytes(op.args);
     c->txnNumber = txnNumberOf(op.args);
+    if (op.access) {
+        auto auth = std::make_shared<authz::CursorAuth>();
+        if (op.client.user) auth->owner.emplace(op.client.user->user, op.client.user->db);
+        auth->privileges = op.access->anyOf;
+        c->auth = std::move(auth);
+    }
     return c;
 }
 

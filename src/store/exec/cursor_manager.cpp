@@ -26,14 +26,14 @@ std::unique_ptr<ClientCursor> CursorManager::checkout(int64_t id, bool* inUse) {
     if (it == cursors_.end()) return nullptr;
     auto c = std::move(it->second);
     cursors_.erase(it);
-    checkedOut_[id] = false;
+    checkedOut_[id] = CheckedOut{false, c->ns, c->auth};
     return c;
 }
 
 void CursorManager::checkin(std::unique_ptr<ClientCursor> c) {
     std::lock_guard lk(mu_);
     auto it = checkedOut_.find(c->id);
-    bool killed = it != checkedOut_.end() && it->second;
+    bool killed = it != checkedOut_.end() && it->second.killed;
     if (it != checkedOut_.end()) checkedOut_.erase(it);
     if (killed) return;
     c->lastUsed = std::chrono::steady_clock::now();
@@ -60,7 +60,23 @@ bool CursorManager::kill(int64_t id) {
     if (cursors_.erase(id)) return true;
     auto it = checkedOut_.find(id);
     if (it != checkedOut_.end()) {
-        it->second = true;  // dropped at checkin
+        it->second.killed = true;  // dropped at checkin
+        return true;
+    }
+    return false;
+}
+
+bool CursorManager::describe(int64_t id, std::string* ns,
+                             std::shared_ptr<const authz::CursorAuth>* auth) const {
+    std::lock_guard lk(mu_);
+    if (auto it = cursors_.find(id); it != cursors_.end()) {
+        *ns = it->second->ns;
+        *auth = it->second->auth;
+        return true;
+    }
+    if (auto it = checkedOut_.find(id); it != checkedOut_.end() && !it->second.killed) {
+        *ns = it->second.ns;
+        *auth = it->second.auth;
         return true;
     }
     return false;

@@ -15,6 +15,10 @@
 
 namespace halo::store {
 
+namespace authz {
+struct CursorAuth;
+}
+
 struct ClientCursor {
     int64_t id = 0;
     std::string ns;
@@ -29,6 +33,9 @@ struct ClientCursor {
     // must come from the same ones (mongod's 50736-50741).
     std::string lsid;  // the lsid's `id` bytes; empty: not opened in a session
     std::optional<int64_t> txnNumber;
+    // With --auth: who opened it and what its command needed (getMore and
+    // killCursors check it, as mongod does). Null without authorization.
+    std::shared_ptr<const authz::CursorAuth> auth;
 };
 
 class CursorManager {
@@ -44,6 +51,10 @@ class CursorManager {
     void checkin(std::unique_ptr<ClientCursor> c);
     /// Kills a cursor; false when unknown.
     bool kill(int64_t id);
+    /// Whether cursor `id` exists (also while checked out); fills its
+    /// namespace and authorization (null when opened without authorization).
+    bool describe(int64_t id, std::string* ns,
+                  std::shared_ptr<const authz::CursorAuth>* auth) const;
     void reapIdle();
     /// Cancels `timer` (through its executor) when cursor `id` is killed: a
     /// getMore waiting for data on that cursor returns at once.
@@ -56,7 +67,12 @@ class CursorManager {
     size_t max_;
     mutable std::mutex mu_;
     std::map<int64_t, std::unique_ptr<ClientCursor>> cursors_;
-    std::map<int64_t, bool> checkedOut_;
+    struct CheckedOut {
+        bool killed = false;
+        std::string ns;
+        std::shared_ptr<const authz::CursorAuth> auth;
+    };
+    std::map<int64_t, CheckedOut> checkedOut_;
     std::multimap<int64_t, std::weak_ptr<asio::steady_timer>> killWaiters_;
     int64_t timedOut_ = 0;
 };

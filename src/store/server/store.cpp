@@ -22,6 +22,38 @@
 
 namespace halo::store {
 
+namespace {
+
+std::string firstCommandString(const bson_t* cmd) {
+    bson_iter_t it;
+    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, nullptr);
+    return {};
+}
+
+/// Whether a client's command may change admin.system.users or
+/// admin.system.roles directly (not through the user and role commands).
+bool writesAuthzDocuments(std::string_view name, std::string_view db, const bson_t* cmd) {
+    auto isAuthzNs = [](std::string_view ns) {
+        return ns == "admin.system.users" || ns == "admin.system.roles";
+    };
+    if (name == "renameCollection") {
+        bson_iter_t to;
+        return isAuthzNs(firstCommandString(cmd)) ||
+               (bson_iter_init_find(&to, cmd, "to") && BSON_ITER_HOLDS_UTF8(&to) &&
+                isAuthzNs(bson_iter_utf8(&to, nullptr)));
+    }
+    if (db != "admin") return false;
+    if (name == "dropDatabase") return true;
+    static constexpr std::string_view kWrites[] = {"insert",        "update",        "delete",
+                                                   "findAndModify", "findandmodify", "drop"};
+    if (std::find(std::begin(kWrites), std::end(kWrites), name) == std::end(kWrites)) return false;
+    std::string coll = firstCommandString(cmd);
+    return coll == "system.users" || coll == "system.roles";
+}
+
+}  // namespace
+
 void appendError(bson_t* reply, const Status& s) {
     BSON_APPEND_DOUBLE(reply, "ok", 0.0);
     BSON_APPEND_UTF8(reply, "errmsg", s.reason().c_str());
@@ -222,12 +254,14 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
                            fmt::format("{} may only be run against the admin database.", name)));
         return;
     }
-    if (opts_.auth && !client.internal) {
+    authz::CommandAccess access;
+    const bool checked = opts_.auth && !client.internal;
+    if (checked) {
         Status s;
         try {
-            s = authorize(client, db, name, cmd);
+            s = authorize(client, db, name, cmd, &access);
         } catch (const DBException& e) {
-            s = e.status();  // reading the user's document failed
+            s = e.status();  // reading the user's or a role's document failed
         }
         if (!s.isOK()) {
             appendError(reply, s);
@@ -235,7 +269,27 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
             return;
         }
     }
+    const bool writesAuthz = !client.internal && writesAuthzDocuments(name, db, cmd);
+    if (writesAuthz && bson_has_field(cmd, "autocommit") && name != "drop" &&
+        name != "renameCollection" && name != "dropDatabase") {
+        // As mongod: no system collection is written inside a transaction (here
+        // it also keeps every change to users and roles visible to authorization).
+        appendError(reply, Status(ErrorCode::OperationNotSupportedInTransaction,
+                                  fmt::format("Cannot write to system collection {}.{} within a "
+                                              "transaction.",
+                                              db, firstCommandString(cmd))));
+        if (isReplicaSet()) appendClusterTime(reply);
+        return;
+    }
+    // A direct write to users or roles: connections resolve their privileges again.
+    struct BumpAfter {
+        Store* store;
+        ~BumpAfter() {
+            if (store) store->bumpAuthzGeneration();
+        }
+    } bumpAfter{writesAuthz ? this : nullptr};
     OperationContext op{*this, client, std::string(db), cmd, args, name, deferral, finalAttempt};
+    op.access = checked ? &access : nullptr;
     ActiveOperation* active = client.internal ? nullptr : client.activeOp.get();
     auto [kind, ns] = describeCommand(db, cmd);
     if (active) {
@@ -313,46 +367,65 @@ bson::Doc Store::runInternal(std::string_view db, const bson_t* cmd) {
 namespace {
 
 Status notAuthorized(std::string_view db, const bson_t* cmd) {
-    std::string shown = bson::toJson(cmd);
+    // As mongod's snipForLogging: a password is never echoed back.
+    bson::Doc shownCmd;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "pwd")
+            BSON_APPEND_UTF8(shownCmd.mut(), "pwd", "xxx");
+        else
+            bson::appendIter(shownCmd.mut(), k, it);
+    }
+    std::string shown = shownCmd.toJson();
     if (shown.size() > 4096) shown = shown.substr(0, 4096) + " ...";
     return Status(ErrorCode::Unauthorized,
                   fmt::format("not authorized on {} to execute command {}", db, shown));
 }
 
+/// The localhost exception lets a connection without a user create the first
+/// user, on admin, with roles of admin (mongod's createUser and grantRole there).
+bool isFirstUserCreation(std::string_view name, std::string_view db,
+                         const authz::CommandAccess& access) {
+    if (name != "createUser" || db != "admin" || access.anyOf.empty()) return false;
+    const authz::ActionSet allowed{authz::ActionType::createUser, authz::ActionType::grantRole};
+    for (const auto& alt : access.anyOf)
+        for (const auto& need : alt.needs)
+            if (!(need.resource == authz::ResourcePattern::database("admin")) ||
+                !allowed.containsAll(need.actions))
+                return false;
+    return true;
+}
+
 }  // namespace
 
 Status Store::authorize(ClientState& client, std::string_view db, std::string_view name,
-                        const bson_t* cmd) {
-    if (client.user && client.user->generation != userGeneration()) {
-        // A user document changed since this connection authenticated: re-read
-        // the roles; a dropped user is no longer authenticated.
-        uint64_t gen = userGeneration();
+                        const bson_t* cmd, authz::CommandAccess* access) {
+    if (client.user && client.user->generation != authzGeneration()) {
+        // A user or role document changed since this connection resolved its
+        // privileges: resolve them again; a dropped user is no longer authenticated.
+        uint64_t gen = authzGeneration();
         auto doc = findUserDoc(*this, client.user->db, client.user->user);
         if (!doc) {
             client.user.reset();
         } else {
             client.user->roles = rolesOf(doc->get());
+            client.user->privileges = privilegesOf(*this, client.user->roles);
             client.user->generation = gen;
         }
     }
     authz::Identity self;
-    if (client.user) self = {client.user->user, client.user->db};
-    authz::CommandAccess access =
-        authz::commandAccess(name, db, cmd, client.user ? &self : nullptr);
-    if (!access.requiresAuth) return Status::OK();
+    if (client.user) self = {client.user->user, client.user->db, client.user->roles};
+    *access = authz::commandAccess(name, db, cmd, client.user ? &self : nullptr);
+    if (!access->requiresAuth) return Status::OK();
     if (!client.user) {
-        if (!client.fromLocalhost() || anyUserExists(*this))
+        if (!client.fromLocalhost() || anyUserOrRoleExists(*this))
             return Status(ErrorCode::Unauthorized,
                           fmt::format("Command {} requires authentication", name));
-        // The localhost exception (no user exists yet): mongod grants createUser
-        // and grantRole on admin, enough to create the first user there.
-        bool firstUser = name == "createUser";
-        for (const auto& n : access.needs)
-            firstUser = firstUser && n.scope == authz::Need::Scope::Database && n.db == "admin" &&
-                        (n.anyOf & authz::kUserAdmin) != 0;
-        return firstUser ? Status::OK() : notAuthorized(db, cmd);
+        return isFirstUserCreation(name, db, *access) ? Status::OK() : notAuthorized(db, cmd);
     }
-    if (authz::satisfiesAll(client.user->roles, access.needs)) return Status::OK();
+    if (authz::isAuthorized(*client.user->privileges, access->anyOf)) return Status::OK();
     return notAuthorized(db, cmd);
 }
 

@@ -35,12 +35,14 @@ class SessionCatalog;
 struct Deferral;
 struct OperationContext;
 
-/// The user a connection authenticated as, with the roles read at that time
-/// (re-read when any user document changes: see Store::userGeneration()).
+/// The user a connection authenticated as, with its roles and the privileges
+/// they resolve to, read at that time (read again when any user or role
+/// document changes: see Store::authzGeneration()).
 struct AuthenticatedUser {
     std::string user;
     std::string db;
-    std::vector<authz::RoleName> roles;
+    std::vector<authz::RoleName> roles;  // held directly
+    std::shared_ptr<const authz::PrivilegeSet> privileges;
     uint64_t generation = 0;
 };
 
@@ -118,10 +120,11 @@ class Store {
 
     bool isReplicaSet() const { return !opts_.replSet.empty(); }
     bool authEnabled() const { return opts_.auth; }
-    /// Bumped by every change to admin.system.users: connections re-read their
-    /// user's roles (and lose a dropped user) on their next command.
-    uint64_t userGeneration() const { return userGeneration_.load(); }
-    void bumpUserGeneration() { ++userGeneration_; }
+    /// Bumped by every change to admin.system.users or admin.system.roles:
+    /// connections re-read their user's roles and privileges (and lose a
+    /// dropped user) on their next command.
+    uint64_t authzGeneration() const { return authzGeneration_.load(); }
+    void bumpAuthzGeneration() { ++authzGeneration_; }
     /// Runs a command as the store itself (no authorization, no session, no
     /// transaction of the calling operation) and returns the reply.
     bson::Doc runInternal(std::string_view db, const bson_t* cmd);
@@ -140,9 +143,10 @@ class Store {
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
     /// Counts a finished command in the usage statistics of the collection it names.
     void recordUsage(std::string_view name, const std::string& ns, int64_t micros);
-    /// With --auth: whether `client` may run command `name`; the error to send otherwise.
+    /// With --auth: whether `client` may run command `name`; the error to send
+    /// otherwise. `access` receives the command's rule (cursors keep it).
     Status authorize(ClientState& client, std::string_view db, std::string_view name,
-                     const bson_t* cmd);
+                     const bson_t* cmd, authz::CommandAccess* access);
 
     StoreOptions opts_;
     std::unique_ptr<Engine> engine_;
@@ -169,7 +173,7 @@ class Store {
     ProfileSettings profiling_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> stopping_{false};
-    std::atomic<uint64_t> userGeneration_{1};
+    std::atomic<uint64_t> authzGeneration_{1};
     std::mutex shutdownMu_;
     std::condition_variable shutdownCv_;
     bool shutdownRequested_ = false;

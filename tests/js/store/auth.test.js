@@ -190,10 +190,11 @@ describe('users and roles', () => {
     assert.equal(creds['SCRAM-SHA-256'].iterationCount, 15000);
     assert.equal(creds['SCRAM-SHA-1'].iterationCount, 10000);
     for (const k of ['salt', 'storedKey', 'serverKey']) assert.equal(typeof creds['SCRAM-SHA-256'][k], 'string');
+    // Ordered as mongod orders user names: by user, then database.
     const all = await root.db('admin').command({ usersInfo: { forAllDBs: true } });
     assert.deepEqual(
       all.users.map((u) => u._id),
-      ['admin.monitor', 'admin.root', 'admin.sha1only', 'app.reader', 'app.writer'],
+      ['admin.monitor', 'app.reader', 'admin.root', 'admin.sha1only', 'app.writer'],
     );
     const direct = await root.db('admin').collection('system.users').findOne({ _id: 'app.reader' });
     assert.ok(direct.credentials['SCRAM-SHA-256'].storedKey);
