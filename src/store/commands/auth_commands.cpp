@@ -261,9 +261,33 @@ std::string userNameArg(const OperationContext& op) {
 
 void checkUserDb(std::string_view db) {
     if (db == "local") uasserted(ErrorCode::BadValue, "Cannot create users in the local database");
-    if (db == "$external")
+}
+
+/// Users on $external (x.509 subjects, as mongod keeps them) have no password:
+/// their credentials are {external: true}. The store itself logs in only with
+/// SCRAM; a proxy in front of it authenticates them by certificate.
+constexpr std::string_view kExternalDb = "$external";
+
+void refuseExternalSecrets(const OperationContext& op) {
+    if (bson_has_field(op.cmd, "pwd"))
         uasserted(ErrorCode::BadValue,
-                  "Users on $external (LDAP, x.509, Kerberos) are not supported by this store");
+                  "Cannot set the password for users defined on the '$external' database");
+    if (bson_has_field(op.cmd, "mechanisms"))
+        uasserted(ErrorCode::BadValue,
+                  "mechanisms field must not be set for users on the '$external' database");
+}
+
+bson::Doc externalCredentials() {
+    bson::Doc creds;
+    BSON_APPEND_BOOL(creds.mut(), "external", true);
+    return creds;
+}
+
+bool isExternalUser(const bson_t* userDoc) {
+    bson_t creds;
+    bson_iter_t it;
+    return bson::subDocument(userDoc, "credentials", &creds) &&
+           bson_iter_init_find(&it, &creds, "external") && bson_iter_as_bool(&it);
 }
 
 /// The command's `roles`, every one of which must exist (RoleNotFound 31).
@@ -383,13 +407,20 @@ void runCreateUser(OperationContext& op, bson_t*) {
     std::string user = userNameArg(op);
     checkUserDb(op.db);
     refuseRestrictions(op);
-    std::string pwd = passwordArg(op, true);
+    const bool external = op.db == kExternalDb;
+    if (external) refuseExternalSecrets(op);
+    std::string pwd = external ? std::string() : passwordArg(op, true);
     auto roles = parseRoles(op);
-    auto mechs = parseMechanisms(op).value_or(
-        std::vector<ScramMechanism>(std::begin(kAllMechanisms), std::end(kAllMechanisms)));
     bson_t customData;
     bool hasCustom = cmdarg::getDoc(op.cmd, "customData", &customData, op.name);
-    bson::Doc creds = buildCredentials(op, user, pwd, mechs);
+    bson::Doc creds;
+    if (external) {
+        creds = externalCredentials();
+    } else {
+        auto mechs = parseMechanisms(op).value_or(
+            std::vector<ScramMechanism>(std::begin(kAllMechanisms), std::end(kAllMechanisms)));
+        creds = buildCredentials(op, user, pwd, mechs);
+    }
 
     bson::Doc doc;
     std::string id = fmt::format("{}.{}", op.db, user);
@@ -425,6 +456,7 @@ void runUpdateUser(OperationContext& op, bson_t*) {
     bool hasCustom = bson_has_field(op.cmd, "customData");
     if (!hasPwd && !hasRoles && !hasMechs && !hasCustom)
         uasserted(ErrorCode::BadValue, "Must specify at least one field to update in updateUser");
+    if (op.db == kExternalDb) refuseExternalSecrets(op);
     std::vector<ScramMechanism> current = mechanismsOf(existing->get());
     auto mechs = parseMechanisms(op);
 
@@ -432,7 +464,9 @@ void runUpdateUser(OperationContext& op, bson_t*) {
     bson_iter_t it;
     for (const char* k : {"_id", "userId", "user", "db"})
         if (bson_iter_init_find(&it, existing->get(), k)) bson::appendIter(doc.mut(), k, it);
-    if (hasPwd) {
+    if (isExternalUser(existing->get())) {
+        BSON_APPEND_DOCUMENT(doc.mut(), "credentials", externalCredentials().get());
+    } else if (hasPwd) {
         bson::Doc creds =
             buildCredentials(op, user, passwordArg(op, true), mechs.value_or(current));
         BSON_APPEND_DOCUMENT(doc.mut(), "credentials", creds.get());
@@ -561,19 +595,29 @@ struct UsersInfoOptions {
 /// customData only when asked for.
 void appendUserFields(bson_t* d, const bson_t* stored, const UsersInfoOptions& show,
                       bool mechanismsLast) {
+    auto appendMechanisms = [&] {
+        if (!isExternalUser(stored)) {
+            appendMechanismNames(d, "mechanisms", mechanismsOf(stored));
+            return;
+        }
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(d, "mechanisms", &arr);
+        BSON_APPEND_UTF8(&arr, "0", "external");
+        bson_append_array_end(d, &arr);
+    };
     bson_iter_t f;
     bson_iter_init(&f, stored);
     while (bson_iter_next(&f)) {
         std::string_view k = bson_iter_key(&f);
         if (k == "credentials") {
-            if (!mechanismsLast) appendMechanismNames(d, "mechanisms", mechanismsOf(stored));
+            if (!mechanismsLast) appendMechanisms();
             if (!show.credentials) continue;
         }
         if (k == "customData" && !show.customData) continue;
         if (k == "authenticationRestrictions") continue;
         bson::appendIter(d, k, f);
     }
-    if (mechanismsLast) appendMechanismNames(d, "mechanisms", mechanismsOf(stored));
+    if (mechanismsLast) appendMechanisms();
 }
 
 /// usersInfo with showPrivileges (or showAuthenticationRestrictions): each

@@ -89,6 +89,25 @@ describe('users and roles', () => {
     assert.equal(await root.db('app').collection('c').countDocuments({}), 2);
   });
 
+  test('users on $external (x.509 subjects) have no password and cannot log in with SCRAM', async () => {
+    const ext = root.db('$external');
+    const subject = 'CN=app-client,O=Example';
+    await ext.command({ createUser: subject, roles: [{ role: 'read', db: 'app' }] });
+    const info = await ext.command({ usersInfo: subject, showCredentials: true });
+    assert.equal(info.users.length, 1);
+    assert.deepEqual(info.users[0].mechanisms, ['external']);
+    assert.deepEqual(info.users[0].credentials, { external: true });
+    await expectServerError(ext.command({ createUser: 'CN=other', pwd: 'x', roles: [] }), 2, 'BadValue');
+    await expectServerError(ext.command({ updateUser: subject, pwd: 'x' }), 2, 'BadValue');
+    // Changing its roles keeps it external.
+    await ext.command({ updateUser: subject, roles: [{ role: 'readWrite', db: 'app' }] });
+    const again = await ext.command({ usersInfo: subject, showCredentials: true });
+    assert.deepEqual(again.users[0].credentials, { external: true });
+    assert.deepEqual(again.users[0].roles, [{ role: 'readWrite', db: 'app' }]);
+    await assert.rejects(connect({ user: subject, pwd: 'anything', authSource: '$external', mechanism: 'SCRAM-SHA-256' }), (e) => e.code === 18 || /Authentication failed/.test(e.message));
+    await ext.command({ dropUser: subject });
+  });
+
   test('explicit SCRAM-SHA-256 and SCRAM-SHA-1 both work for a user holding both', async () => {
     for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-1']) {
       const c = await connect({ user: 'root', pwd: 'root-pw', mechanism });
