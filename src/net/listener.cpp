@@ -1,6 +1,7 @@
 #include "net/listener.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -102,11 +103,26 @@ asio::awaitable<void> Listener::acceptLoop() {
             connectionContexts_.empty()
                 ? io_
                 : *connectionContexts_[nextContext_++ % connectionContexts_.size()];
-        auto sock = co_await acc.async_accept(asio::any_io_executor(home.get_executor()),
-                                              asio::redirect_error(asio::use_awaitable, ec));
+        // Accepted on the acceptor's own context, then handed to `home`: a pending
+        // accept never holds a socket of another context (which may go first at shutdown).
+        auto accepted = co_await acc.async_accept(asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             if (stopped_ || ec == asio::error::operation_aborted) co_return;
             continue;
+        }
+        asio::ip::tcp::socket sock(home);
+        if (&home == &io_) {
+            sock = std::move(accepted);
+        } else {
+            auto protocol = accepted.local_endpoint(ec).protocol();
+            if (!ec) {
+                auto fd = accepted.release(ec);
+                if (!ec) {
+                    sock.assign(protocol, fd, ec);
+                    if (ec) ::close(fd);
+                }
+            }
+            if (ec) continue;  // the peer left already; its descriptor is closed
         }
         sock.set_option(asio::ip::tcp::no_delay(true), ec);
         uint64_t id = nextId_++;

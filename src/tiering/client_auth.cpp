@@ -42,15 +42,6 @@ bool skipEmptyExchangeOf(const bson_t* cmd) {
            bson_iter_init_find(&it, &options, "skipEmptyExchange") && bson_iter_as_bool(&it);
 }
 
-/// Commands anyone may run before authenticating, as on mongod.
-bool commandNeedsAuthentication(std::string_view name) {
-    for (std::string_view open : {"hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo",
-                                  "saslStart", "saslContinue", "authenticate", "logout",
-                                  "connectionStatus", "getnonce", "_isSelf", "endSessions"})
-        if (name == open) return false;
-    return true;
-}
-
 }  // namespace
 
 Status ClientAuth::failed(std::string_view mechanism, const std::string& user,
@@ -279,17 +270,15 @@ void ClientAuth::appendConnectionStatus(const bson_t* cmd, bson_t* reply) const 
 }
 
 asio::awaitable<Status> ClientAuth::check(std::string_view name, const std::string& db,
-                                          const bson_t* cmd) {
-    if (!enabled_ || !commandNeedsAuthentication(name)) co_return Status::OK();
+                                          const bson_t* cmd,
+                                          std::span<const wire::DocumentSequence> sequences) {
+    if (!enabled_ || !access::requiresAuthentication(name)) co_return Status::OK();
     if (user_ && users_.stale(*user_)) {
         auto rec = co_await users_.get(user_->db, user_->user);
         if (!rec.isOK()) co_return rec.getStatus();
         user_ = rec.getValue();  // null: the user was dropped
     }
-    if (!user_)
-        co_return Status(ErrorCode::Unauthorized,
-                         fmt::format("Command {} requires authentication", name));
-    co_return Status::OK();
+    co_return access::authorize(name, db, cmd, privileges(), principal(), sequences);
 }
 
 }  // namespace halo::tiering

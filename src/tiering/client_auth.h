@@ -11,11 +11,13 @@
 #include <asio.hpp>
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "auth/sasl.h"
 #include "bson/doc.h"
 #include "tiering/users.h"
+#include "wire/message.h"
 
 namespace halo::tiering {
 
@@ -62,7 +64,13 @@ class ClientAuth {
     /// Before any other command: OK, 13 "Command X requires authentication", or
     /// 13 not authorized. Re-reads the user when its record is older than the
     /// cache interval (a dropped user is no longer authenticated).
-    asio::awaitable<Status> check(std::string_view name, const std::string& db, const bson_t* cmd);
+    asio::awaitable<Status> check(std::string_view name, const std::string& db, const bson_t* cmd,
+                                  std::span<const wire::DocumentSequence> sequences);
+    /// The authenticated user's privileges (empty when none).
+    const std::vector<access::Privilege>& privileges() const {
+        static const std::vector<access::Privilege> none;
+        return user_ ? user_->privileges : none;
+    }
 
   private:
     Status failed(std::string_view mechanism, const std::string& user, const std::string& db,

@@ -19,7 +19,7 @@ OperationSlot::~OperationSlot() {
     ops_.slots_.erase(this);
 }
 
-void OperationSlot::begin(const bson_t* cmd, const std::string& db) {
+void OperationSlot::begin(const bson_t* cmd, const std::string& db, std::string principal) {
     int64_t id = ops_.nextOpId_.fetch_add(1, std::memory_order_relaxed);
     tier_.store(nullptr, std::memory_order_relaxed);
     killed_.store(false, std::memory_order_relaxed);
@@ -27,6 +27,7 @@ void OperationSlot::begin(const bson_t* cmd, const std::string& db) {
     opid_ = id;
     cmd_ = cmd;
     db_ = db;
+    principal_ = std::move(principal);
     started_ = std::chrono::steady_clock::now();
 }
 
@@ -50,7 +51,7 @@ const char* opKind(std::string_view name) {
 
 }  // namespace
 
-std::vector<bson::Doc> Operations::current(bool includeIdle) const {
+std::vector<bson::Doc> Operations::current(bool includeIdle, const std::string* onlyOf) const {
     std::vector<bson::Doc> out;
     auto now = std::chrono::steady_clock::now();
     std::string when = isoDate(nowMillis());
@@ -58,12 +59,23 @@ std::vector<bson::Doc> Operations::current(bool includeIdle) const {
     for (OperationSlot* s : slots_) {
         std::lock_guard sl(s->mu_);
         if (!s->opid_ && !includeIdle) continue;
+        if (onlyOf && s->principal_ != *onlyOf) continue;
         bson::Doc d;
         BSON_APPEND_UTF8(d.mut(), "type", "op");
         std::string desc = fmt::format("conn{}", s->connectionId_);
         BSON_APPEND_UTF8(d.mut(), "desc", desc.c_str());
         BSON_APPEND_INT64(d.mut(), "connectionId", static_cast<int64_t>(s->connectionId_));
         BSON_APPEND_UTF8(d.mut(), "client", s->client_.c_str());
+        if (!s->principal_.empty()) {
+            auto at = s->principal_.rfind('@');
+            bson_t users, u;
+            BSON_APPEND_ARRAY_BEGIN(d.mut(), "effectiveUsers", &users);
+            BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
+            BSON_APPEND_UTF8(&u, "user", s->principal_.substr(0, at).c_str());
+            BSON_APPEND_UTF8(&u, "db", s->principal_.substr(at + 1).c_str());
+            bson_append_document_end(&users, &u);
+            bson_append_array_end(d.mut(), &users);
+        }
         BSON_APPEND_BOOL(d.mut(), "active", s->opid_ != 0);
         BSON_APPEND_UTF8(d.mut(), "currentOpTime", when.c_str());
         if (s->opid_) {
@@ -95,11 +107,11 @@ std::vector<bson::Doc> Operations::current(bool includeIdle) const {
     return out;
 }
 
-bool Operations::kill(int64_t opid) {
+bool Operations::kill(int64_t opid, const std::string* onlyOf) {
     std::lock_guard lk(mu_);
     for (OperationSlot* s : slots_) {
         std::lock_guard sl(s->mu_);
-        if (s->opid_ == opid) {
+        if (s->opid_ == opid && (!onlyOf || s->principal_ == *onlyOf)) {
             s->killed_ = true;
             return true;
         }

@@ -32,7 +32,7 @@ class OperationSlot {
     OperationSlot& operator=(const OperationSlot&) = delete;
 
     /// A command starts (`cmd` must outlive the matching end()).
-    void begin(const bson_t* cmd, const std::string& db);
+    void begin(const bson_t* cmd, const std::string& db, std::string principal = {});
     void end();
     /// The command was (also) sent to this tier.
     void sentTo(const char* tierName) { tier_.store(tierName, std::memory_order_relaxed); }
@@ -48,6 +48,7 @@ class OperationSlot {
     int64_t opid_ = 0;  // 0: idle
     const bson_t* cmd_ = nullptr;
     std::string db_;
+    std::string principal_;  // the user running it ("" without authentication)
     std::chrono::steady_clock::time_point started_{};
     std::atomic<const char*> tier_{nullptr};
     std::atomic<bool> killed_{false};
@@ -58,9 +59,12 @@ class Operations {
     /// currentOp documents in mongod's shape (opid, active, secs_running,
     /// microsecs_running, op, ns, command, client, desc, connectionId,
     /// currentOpTime) plus `halocline: {tier}`; idle connections too when asked.
-    std::vector<bson::Doc> current(bool includeIdle) const;
-    /// Marks operation `opid` killed; false when no such operation runs.
-    bool kill(int64_t opid);
+    /// With `onlyOf`, only that user's operations (what a user without the
+    /// inprog privilege may see, as on mongod).
+    std::vector<bson::Doc> current(bool includeIdle, const std::string* onlyOf = nullptr) const;
+    /// Marks operation `opid` killed; false when no such operation runs (or,
+    /// with `onlyOf`, when it is another user's).
+    bool kill(int64_t opid, const std::string* onlyOf = nullptr);
 
   private:
     friend class OperationSlot;

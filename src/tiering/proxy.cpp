@@ -280,6 +280,8 @@ class ClientConnection : public net::FrameHandler {
     /// the reply: the proxy's clock, and recoveryToken in a transaction.
     asio::awaitable<bson::Doc> runCommand(const wire::OpMsg& msg, const bson_t* cmd,
                                           const std::string& db);
+    /// listDatabases for a user without the listDatabases privilege.
+    asio::awaitable<bson::Doc> listAuthorizedDatabases(const wire::OpMsg& msg, const bson_t* body);
     /// OK unless the command's lsid belongs to another user (Proxy::claimSession).
     Status sessionAllowed(const bson_t* cmd);
     /// A legacy OP_QUERY command: only those MongoDB 6.0+ still takes that way.
@@ -454,7 +456,7 @@ asio::awaitable<bson::Doc> ClientConnection::legacyCommand(const Frame& frame) {
 asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, const bson_t* cmd,
                                                         const std::string& db) {
     bson::Doc reply;
-    slot_.begin(cmd, db);
+    slot_.begin(cmd, db, auth_.principal());
     try {
         Status own = sessionAllowed(cmd);
         if (!own.isOK())
@@ -735,7 +737,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
         BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
         co_return d;
     }
-    if (Status allowed = co_await auth_.check(name, db, cmd); !allowed.isOK())
+    if (Status allowed = co_await auth_.check(name, db, cmd, msg.sequences); !allowed.isOK())
         co_return errorDoc(allowed);
     if (name == "_isSelf") {
         // Which process answers: the proxy itself, never a tier behind it.
@@ -818,7 +820,59 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     }
     // Everything else is the archive's: untiered collections pass through untouched.
     bson::Doc body = forwardBody(cmd, true);
+    if (name == "listDatabases" && auth_.enabled() &&
+        access::listDatabasesScope(cmd, auth_.privileges()) ==
+            access::ListDatabasesScope::kAuthorizedOnly)
+        co_return co_await listAuthorizedDatabases(msg, body.get());
     co_return co_await forward(p_.archive(), msg, body.get(), ns, false);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::listAuthorizedDatabases(const wire::OpMsg& msg,
+                                                                     const bson_t* body) {
+    // As mongod for a user without listDatabases: only the databases it has a
+    // privilege on, and the total of their sizes.
+    auto r = co_await send(p_.archive(), msg, body);
+    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    const bson_t* reply = r.getValue().get();
+    if (!replyStatus(reply).isOK()) co_return rewriteReply(p_.archive(), reply, "", false);
+    bson::Doc out;
+    int64_t total = 0;
+    bool nameOnly = truthy(body, "nameOnly");
+    bson_iter_t it;
+    bson_iter_init(&it, reply);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "totalSize" || k == "totalSizeMb") continue;
+        if (k != "databases" || !BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_append_iter(out.mut(), nullptr, 0, &it);
+            continue;
+        }
+        bson_iter_t dbs;
+        bson_iter_recurse(&it, &dbs);
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(out.mut(), "databases", &arr);
+        ArrayKey key;
+        size_t n = 0;
+        while (bson_iter_next(&dbs)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&dbs)) continue;
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&dbs, &len, &data);
+            bson::View d(data, len);
+            if (!access::hasAnyPrivilegeOnDatabase(str(d.get(), "name"), auth_.privileges()))
+                continue;
+            bson_iter_t size;
+            if (bson_iter_init_find(&size, d.get(), "sizeOnDisk") && BSON_ITER_HOLDS_NUMBER(&size))
+                total += bson_iter_as_int64(&size);
+            BSON_APPEND_DOCUMENT(&arr, key(n++), d.get());
+        }
+        bson_append_array_end(out.mut(), &arr);
+    }
+    if (!nameOnly) {
+        BSON_APPEND_INT64(out.mut(), "totalSize", total);
+        BSON_APPEND_INT64(out.mut(), "totalSizeMb", total / (1024 * 1024));
+    }
+    co_return rewriteReply(p_.archive(), out.get(), "", false);
 }
 
 asio::awaitable<bson::Doc> ClientConnection::explain(const wire::OpMsg& msg, const bson_t* cmd,
@@ -953,7 +1007,8 @@ asio::awaitable<bson::Doc> ClientConnection::killCursors(const bson_t* cmd) {
                 notFound.push_back(id);
                 continue;
             }
-            if (e->owner != auth_.principal())
+            if (e->owner != auth_.principal() &&
+                !access::mayKillAnyCursor(e->ns, auth_.privileges()))
                 co_return errorDoc(notCursorOwner("killCursors", id, e->ns));
             p_.cursors().erase(id);
             killed.push_back(id);
@@ -1494,7 +1549,10 @@ asio::awaitable<bson::Doc> ClientConnection::currentOp(const bson_t* cmd, const 
     }
     auto matcher = query::Matcher::parse(filter.get());
     if (!matcher.isOK()) co_return errorDoc(matcher.getStatus());
-    std::vector<bson::Doc> ops = p_.operations().current(includeIdle);
+    // Without the inprog privilege a user sees only its own operations.
+    std::string me = auth_.principal();
+    bool all = !auth_.enabled() || access::maySeeAllOperations(auth_.privileges());
+    std::vector<bson::Doc> ops = p_.operations().current(includeIdle, all ? nullptr : &me);
     bson::Doc out;
     bson_t arr;
     ArrayKey k;
@@ -1524,7 +1582,9 @@ bson::Doc ClientConnection::killOp(const bson_t* cmd) {
     if (!bson_iter_init_find(&it, cmd, "op") || !BSON_ITER_HOLDS_NUMBER(&it))
         return errorDoc(
             Status(ErrorCode::TypeMismatch, "Did not provide \"op\" field or it is not a number"));
-    p_.operations().kill(bson_iter_as_int64(&it));
+    std::string me = auth_.principal();
+    bool any = !auth_.enabled() || access::mayKillAnyOperation(auth_.privileges());
+    p_.operations().kill(bson_iter_as_int64(&it), any ? nullptr : &me);
     // As mongod: the same answer whether or not the operation was found.
     bson::Doc out;
     BSON_APPEND_UTF8(out.mut(), "info", "attempting to kill op");
@@ -1755,8 +1815,8 @@ void ClientConnection::appendRouting(bson_t* out, const Routing& r) {
 Proxy::Proxy(ProxyConfig cfg, int threads)
     : cfg_(std::move(cfg)),
       threadCount_(threads > 0 ? threads : std::max(2u, std::thread::hardware_concurrency())),
-      fast_(io_, "fast", cfg_.fastUri),
-      archive_(io_, "archive", cfg_.archiveUri),
+      fast_("fast", cfg_.fastUri),
+      archive_("archive", cfg_.archiveUri),
       fastSessions_(fast_),
       fastClock_(fast_),
       users_(archive_, cfg_.userCacheInvalidation),
@@ -1848,8 +1908,20 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
         Status s = t->init();
         if (!s.isOK()) return s;
     }
+    // io_ runs the workers, the acceptor and the proxy's own background steps on
+    // one thread. Client connections are spread over an io_context per thread:
+    // a connection's reads, its tier round trips (Tier pools connections per
+    // context) and its reply never hand over between threads.
     work_.emplace(io_.get_executor());
-    for (int i = 0; i < threadCount_; ++i) threads_.emplace_back([this] { io_.run(); });
+    threads_.emplace_back([this] { io_.run(); });
+    for (int i = 0; i < threadCount_; ++i) {
+        connectionContexts_.push_back(std::make_unique<asio::io_context>(1));
+        asio::io_context* c = connectionContexts_.back().get();
+        threads_.emplace_back([c] {
+            auto idle = asio::make_work_guard(*c);  // runs until stop(), with or without clients
+            c->run();
+        });
+    }
 
     // Wait for both primaries and prepare the fast tier.
     std::promise<Status> ready;
@@ -1894,7 +1966,12 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
         [this](const net::ConnectionInfo& info) -> std::unique_ptr<net::FrameHandler> {
             return std::make_unique<ClientConnection>(*this, info);
         },
-        tls.getValue());
+        tls.getValue(),
+        [this] {
+            std::vector<asio::io_context*> v;
+            for (auto& c : connectionContexts_) v.push_back(c.get());
+            return v;
+        }());
     s = listener_->start();
     if (!s.isOK()) return s;
     asio::co_spawn(io_, reapLoop(), asio::detached);
@@ -1936,11 +2013,16 @@ void Proxy::stop() {
     if (listener_) listener_->stop();
     work_.reset();
     io_.stop();
+    for (auto& c : connectionContexts_) c->stop();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
     workers_.reset();
     listener_.reset();
+    // The connections' coroutines end with their contexts, while everything
+    // they refer to still exists; the tiers' idle sockets on those contexts go first.
+    for (Tier* t : {&fast_, &archive_}) t->closeIdle();
+    connectionContexts_.clear();
 }
 
 }  // namespace halo::tiering

@@ -89,6 +89,7 @@ class Proxy {
     };
     std::unordered_map<std::string, SessionOwner> sessionOwners_;
     AuthCounters authCounters_;
+    std::vector<std::unique_ptr<asio::io_context>> connectionContexts_;  // one thread each
     std::unique_ptr<net::Listener> listener_;
     std::unique_ptr<Workers> workers_;
     std::mutex mu_;

@@ -19,8 +19,10 @@
 namespace halo::tiering {
 
 struct Tier::Conn {
-    explicit Conn(asio::io_context& io) : sock(io) {}
+    explicit Conn(const asio::any_io_executor& ex) : sock(ex), context(&ex.context()) {}
     asio::ip::tcp::socket sock;
+    // The execution context the socket belongs to: its pool (Tier::idle_).
+    asio::execution_context* context;
     // TLS over `sock` when the tier's URI asks for it (declared after `sock`,
     // so destroyed before it).
     std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls;
@@ -95,8 +97,7 @@ StatusWith<std::unique_ptr<asio::ssl::context>> clientTlsContext(const mongoc_ur
 
 }  // namespace
 
-Tier::Tier(asio::io_context& io, std::string name, std::string uri)
-    : io_(io), name_(std::move(name)), uri_(std::move(uri)) {}
+Tier::Tier(std::string name, std::string uri) : name_(std::move(name)), uri_(std::move(uri)) {}
 
 Tier::~Tier() = default;
 
@@ -219,10 +220,13 @@ std::pair<std::string, uint16_t> splitHost(const std::string& hp) {
 
 asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std::string& host,
                                                                        uint16_t port) {
-    auto c = std::make_unique<Conn>(io_);
+    // On the caller's executor: a client connection's tier round trips stay on
+    // its own thread (an io_context per proxy thread).
+    auto ex = co_await asio::this_coro::executor;
+    auto c = std::make_unique<Conn>(ex);
     ++created_;
     asio::error_code ec;
-    asio::ip::tcp::resolver resolver(io_);
+    asio::ip::tcp::resolver resolver(ex);
     auto eps = co_await resolver.async_resolve(host, std::to_string(port),
                                                asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
@@ -334,7 +338,8 @@ asio::awaitable<Status> Tier::discoverPrimary() {
                 std::lock_guard lk(mu_);
                 primary_ = std::make_pair(host, port);
                 info_ = info;
-                idle_.push_back(std::move(c.getValue()));
+                auto& pool = idle_[c.getValue()->context];
+                pool.push_back(std::move(c.getValue()));
             }
             if (!reachable_.exchange(true))
                 log::info("tiering", 8200001, "Tier primary found",
@@ -356,15 +361,18 @@ asio::awaitable<Status> Tier::discoverPrimary() {
     co_return last;
 }
 
+std::unique_ptr<Tier::Conn> Tier::takeIdle(asio::execution_context* context) {
+    std::lock_guard lk(mu_);
+    auto it = idle_.find(context);
+    if (it == idle_.end() || it->second.empty()) return nullptr;
+    auto c = std::move(it->second.back());
+    it->second.pop_back();
+    return c;
+}
+
 asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
-    {
-        std::lock_guard lk(mu_);
-        if (!idle_.empty()) {
-            auto c = std::move(idle_.back());
-            idle_.pop_back();
-            co_return std::move(c);
-        }
-    }
+    asio::execution_context* context = &(co_await asio::this_coro::executor).context();
+    if (auto c = takeIdle(context)) co_return std::move(c);
     std::optional<std::pair<std::string, uint16_t>> p;
     {
         std::lock_guard lk(mu_);
@@ -373,12 +381,8 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
     if (!p) {
         Status s = co_await discoverPrimary();
         if (!s.isOK()) co_return s;
+        if (auto c = takeIdle(context)) co_return std::move(c);
         std::lock_guard lk(mu_);
-        if (!idle_.empty()) {
-            auto c = std::move(idle_.back());
-            idle_.pop_back();
-            co_return std::move(c);
-        }
         p = primary_;
     }
     auto c = co_await connect(p->first, p->second);
@@ -520,7 +524,8 @@ asio::awaitable<Status> Tier::authenticate(Conn& c, const bson_t* hello) {
 
 void Tier::release(std::unique_ptr<Conn> c) {
     std::lock_guard lk(mu_);
-    if (idle_.size() < 256) idle_.push_back(std::move(c));
+    auto& pool = idle_[c->context];
+    if (pool.size() < 256) pool.push_back(std::move(c));
 }
 
 namespace {
@@ -594,7 +599,7 @@ Tier::PoolStats Tier::poolStats() const {
     s.created = created_.load();
     s.roundTrips = roundTrips_.load();
     std::lock_guard lk(mu_);
-    s.available = static_cast<int64_t>(idle_.size());
+    for (auto& [context, pool] : idle_) s.available += static_cast<int64_t>(pool.size());
     return s;
 }
 
@@ -609,16 +614,24 @@ asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
         release(std::move(c.getValue()));
     } else {
         // The connection is in an unknown state; the primary may have changed.
-        std::lock_guard lk(mu_);
-        primary_.reset();
-        for (auto& idle : idle_) {
+        {
+            std::lock_guard lk(mu_);
+            primary_.reset();
+            reachable_ = false;
+        }
+        closeIdle();
+    }
+    co_return r;
+}
+
+void Tier::closeIdle() {
+    std::lock_guard lk(mu_);
+    for (auto& [context, pool] : idle_)
+        for (auto& idle : pool) {
             asio::error_code ec;
             idle->sock.close(ec);
         }
-        idle_.clear();
-        reachable_ = false;
-    }
-    co_return r;
+    idle_.clear();
 }
 
 asio::awaitable<StatusWith<bson::Doc>> Tier::run(const bson_t* cmd) {

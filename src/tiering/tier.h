@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "bson/doc.h"
@@ -45,7 +46,8 @@ struct TierInfo {
 
 class Tier {
   public:
-    Tier(asio::io_context& io, std::string name, std::string uri);
+    /// Connections are made on the executor of the coroutine that needs one.
+    Tier(std::string name, std::string uri);
     ~Tier();
     Tier(const Tier&) = delete;
     Tier& operator=(const Tier&) = delete;
@@ -85,9 +87,14 @@ class Tier {
     };
     PoolStats poolStats() const;
 
+    /// Closes and forgets every idle connection (they belong to execution
+    /// contexts that may go away: call it before destroying one).
+    void closeIdle();
+
   private:
     struct Conn;
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> acquire();
+    std::unique_ptr<Conn> takeIdle(asio::execution_context* context);
     void release(std::unique_ptr<Conn> c);
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> connect(const std::string& host,
                                                                uint16_t port);
@@ -98,7 +105,6 @@ class Tier {
     asio::awaitable<Status> authenticate(Conn& c, const bson_t* hello);
     asio::awaitable<StatusWith<Frame>> exchange(Conn& c, Frame& request);
 
-    asio::io_context& io_;
     std::string name_;
     std::string uri_;
     std::vector<std::pair<std::string, uint16_t>> seeds_;
@@ -114,7 +120,9 @@ class Tier {
 
     mutable std::mutex mu_;
     std::optional<std::pair<std::string, uint16_t>> primary_;
-    std::vector<std::unique_ptr<Conn>> idle_;
+    // Idle connections per execution context (an io_context per proxy thread):
+    // a coroutine takes one of its own context's, so its I/O stays on its thread.
+    std::unordered_map<asio::execution_context*, std::vector<std::unique_ptr<Conn>>> idle_;
     TierInfo info_;
     std::atomic<bool> reachable_{false};
     std::atomic<int64_t> inUse_{0};

@@ -63,6 +63,15 @@ StatusWith<UserRecord> parseUserDocument(const bson_t* user) {
     }
     r.roles = wrapped(user, "roles", "roles");
     r.inheritedPrivileges = wrapped(user, "inheritedPrivileges", "privileges");
+    bson_t privs;
+    if (bson::subDocument(r.inheritedPrivileges.get(), "privileges", &privs)) {
+        auto parsed = access::parsePrivileges(&privs);
+        if (!parsed.isOK())
+            return Status(parsed.getStatus().code(),
+                          fmt::format("usersInfo: privileges of {}@{}: {}", r.user, r.db,
+                                      parsed.getStatus().reason()));
+        r.privileges = std::move(parsed.getValue());
+    }
     r.fetched = std::chrono::steady_clock::now();
     return r;
 }

@@ -17,6 +17,7 @@
 #include "auth/scram.h"
 #include "bson/doc.h"
 #include "common/status.h"
+#include "tiering/access.h"
 #include "tiering/tier.h"
 
 namespace halo::tiering {
@@ -28,6 +29,7 @@ struct UserRecord {
     std::map<auth::ScramMechanism, auth::ScramCredentials> credentials;
     bson::Doc roles;                // {roles: [{role, db}...]} as usersInfo returns them
     bson::Doc inheritedPrivileges;  // {privileges: [{resource, actions}...]}
+    std::vector<access::Privilege> privileges;  // the same, parsed
     std::chrono::steady_clock::time_point fetched;
 
     /// "user@db", as mongod names a principal in messages.

@@ -31,7 +31,12 @@ const CLIENT_DEFAULTS = { serverSelectionTimeoutMS: 10_000, connectTimeoutMS: 10
 // Users created on the tier stores by startTiered({auth}).
 const AUTH_ADMIN = { user: 'haloAdmin', pwd: 'admin-pw' };
 const AUTH_PROXY = { user: 'haloProxy', pwd: 'proxy-pw,with=odd:chars@/' };
-const VIEW_USERS_ROLE = 'userAdminAnyDatabase';
+// The role docs/OPERATIONS.md tells operators to create for the proxy's tier user.
+const VIEW_USERS_ROLE = {
+  role: 'haloclineViewUsers',
+  privileges: [{ resource: { db: '', collection: '' }, actions: ['viewUser', 'viewRole'] }],
+  roles: [],
+};
 const DEFAULT_WAIT_MS = 60_000;
 
 // ---------------------------------------------------------------------------------------
@@ -512,10 +517,11 @@ class Tiered {
       const mechanisms = this.auth.mechanisms[which];
       // What the proxy needs to authenticate its own clients against the archive's users
       // (docs/OPERATIONS.md, Tier credentials): view users on every database.
+      await root.db('admin').command({ createRole: VIEW_USERS_ROLE.role, privileges: VIEW_USERS_ROLE.privileges, roles: VIEW_USERS_ROLE.roles });
       await root.db('admin').command({
         createUser: AUTH_PROXY.user,
         pwd: AUTH_PROXY.pwd,
-        roles: [...this.auth.proxyRoles, { role: VIEW_USERS_ROLE, db: 'admin' }],
+        roles: [...this.auth.proxyRoles, { role: VIEW_USERS_ROLE.role, db: 'admin' }],
         ...(mechanisms ? { mechanisms } : {}),
       });
     } finally {

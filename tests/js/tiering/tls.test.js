@@ -10,7 +10,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { MongoClient } = require('mongodb');
-const { startTiered, show } = require('../lib/tiered');
+const { startTiered, show, waitUntil } = require('../lib/tiered');
 const { makeCerts } = require('../lib/certs');
 
 const NS = 'shop.orders';
@@ -168,6 +168,60 @@ test('tiers that require client certificates: refused without tlsCertificateKeyF
     await orders.insertOne({ _id: 'y', date: new Date() });
     await d.waitFeederCaughtUp();
     assert.deepEqual((await d.tierDocs('archive', NS)).map((x) => x._id), ['y']);
+  } finally {
+    await d.cleanup();
+  }
+});
+
+test('MONGODB-X509: a client certificate logs in through the proxy as the $external user its subject names', async () => {
+  const d = await startTiered({
+    collections: [NS],
+    auth: true,
+    tls: { certs, tiers: false, proxy: true },
+    extra: {
+      net: { tls: { CAFile: certs.caFile, allowConnectionsWithoutCertificates: true } },
+      security: { userCacheInvalidationIntervalSecs: 1 },
+    },
+  });
+  try {
+    const archive = await d.tierClient('archive');
+    await archive.db('$external').command({ createUser: 'CN=halocline-test-client', roles: [{ role: 'read', db: 'shop' }] });
+    await (await d.client()).db('shop').collection('orders').insertOne({ _id: 'x', date: new Date() });
+    const x509 = new MongoClient(d.uri(), {
+      ...d.clientTls('proxy'),
+      tlsCertificateKeyFile: certs.clientPem,
+      authMechanism: 'MONGODB-X509',
+      serverSelectionTimeoutMS: 10_000,
+    });
+    try {
+      await x509.connect();
+      const status = await x509.db('admin').command({ connectionStatus: 1 });
+      assert.deepEqual(status.authInfo.authenticatedUsers, [{ user: 'CN=halocline-test-client', db: '$external' }], show(status));
+      assert.equal(await x509.db('shop').collection('orders').countDocuments({}), 1);
+      await assert.rejects(x509.db('shop').collection('orders').insertOne({ _id: 'y', date: new Date() }), (e) => e.code === 13);
+    } finally {
+      await x509.close();
+    }
+    // Once its user is dropped (and the proxy's user cache refreshed, within
+    // userCacheInvalidationIntervalSecs), the certificate no longer logs in.
+    await archive.db('$external').command({ dropUser: 'CN=halocline-test-client' });
+    await waitUntil('the dropped $external user to be refused', async () => {
+      const stranger = new MongoClient(d.uri(), {
+        ...d.clientTls('proxy'),
+        tlsCertificateKeyFile: certs.clientPem,
+        authMechanism: 'MONGODB-X509',
+        serverSelectionTimeoutMS: 10_000,
+      });
+      try {
+        await stranger.connect();
+        return false;
+      } catch (e) {
+        assert.ok(e.code === 11 || e.code === 18 || /Could not find user|Authentication failed/.test(e.message), e.message);
+        return true;
+      } finally {
+        await stranger.close();
+      }
+    });
   } finally {
     await d.cleanup();
   }

@@ -9,8 +9,7 @@ namespace halo::tiering {
 namespace {
 
 Status initTier(const std::string& uri) {
-    asio::io_context io;
-    Tier t(io, "fast", uri);
+    Tier t("fast", uri);
     return t.init();
 }
 
