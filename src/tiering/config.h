@@ -34,6 +34,9 @@ struct ProxyConfig {
     Millis clockSkewGuard{60'000};
     Millis causalWaitTimeout{10'000};
     bool causalReads = true;
+    // Finds with skip + limit up to this many documents are merged reads
+    // (CONSISTENCY.md, Merged reads) instead of waiting for the feeder; 0: never.
+    int64_t mergedReadLimit = 1000;
     Millis cursorTimeout{600'000};
     size_t maxCursors = 100'000;
     std::vector<CollectionPolicy> collections;

@@ -12,6 +12,7 @@
 #include "net/tls.h"
 #include "store/query/matcher.h"
 #include "tiering/client_auth.h"
+#include "tiering/merged_read.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
 #include "wire/message.h"
@@ -314,6 +315,8 @@ class ClientConnection : public net::FrameHandler {
     bson::Doc rewriteReplyWith(Tier& tier, const bson_t* reply,
                                const std::function<int64_t(int64_t)>& mapCursor);
     void appendClock(bson_t* out, OpTime operationTime);
+    /// A find's reply holding every document of a merged read (no cursor left open).
+    bson::Doc mergedReply(const std::string& ns, std::vector<bson::Doc>& docs);
 
     asio::awaitable<bson::Doc> getMore(const bson_t* cmd);
     asio::awaitable<bson::Doc> killCursors(const bson_t* cmd);
@@ -615,6 +618,23 @@ bson::Doc ClientConnection::rewriteReplyWith(Tier& tier, const bson_t* reply,
     }
     if (!fromFast) opTime = p_.state().fastClusterTime.load();
     appendClock(out.mut(), opTime);
+    return out;
+}
+
+bson::Doc ClientConnection::mergedReply(const std::string& ns, std::vector<bson::Doc>& docs) {
+    bson::Doc out;
+    bson_t cursor, batch;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "cursor", &cursor);
+    BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
+    ArrayKey key;
+    for (size_t i = 0; i < docs.size(); ++i)
+        bson_append_document(&batch, key(i), -1, docs[i].get());
+    bson_append_array_end(&cursor, &batch);
+    BSON_APPEND_INT64(&cursor, "id", 0);
+    BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+    bson_append_document_end(out.mut(), &cursor);
+    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+    appendClock(out.mut(), p_.state().fastClusterTime.load());
     return out;
 }
 
@@ -1142,6 +1162,18 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
         co_return rewriteReply(p_.archive(), ar.getValue().get(), p.ns, false);
     }
     prog->routedArchive++;
+    if (name == "find") {
+        auto [db, coll] = splitNs(p.ns);
+        if (auto plan = planMergedFind(cmd, db, p_.config().mergedReadLimit)) {
+            auto merged = co_await runMergedFind(p_.tiers(), *plan);
+            if (merged.isOK()) {
+                prog->mergedReads++;
+                co_return mergedReply(p.ns, merged.getValue());
+            }
+            if (merged.getStatus().reason() != kMergedFallback)
+                co_return errorDoc(merged.getStatus());
+        }
+    }
     Status w = co_await awaitFeeder(p.ns, afterClusterTime(cmd));
     if (!w.isOK()) co_return errorDoc(w);
     Status clear = co_await checkRefused(p, name, cmd);
@@ -1713,6 +1745,7 @@ bson::Doc ClientConnection::status() {
         BSON_APPEND_INT64(&rt, "archive", ra);
         BSON_APPEND_INT64(&rt, "idLookupHits", pr->idLookupHits.load());
         BSON_APPEND_INT64(&rt, "idLookupMisses", pr->idLookupMisses.load());
+        BSON_APPEND_INT64(&rt, "mergedReads", pr->mergedReads.load());
         BSON_APPEND_INT64(&rt, "promoted", pr->promoted.load());
         bson_append_document_end(&c, &rt);
         BSON_APPEND_DOUBLE(&c, "hitRatio", rf + ra ? static_cast<double>(rf) / (rf + ra) : 0.0);

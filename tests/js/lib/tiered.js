@@ -358,7 +358,7 @@ function num(v) {
  * A normalised view of haloclineStatus:
  *  {raw, reachable: {fast, archive}, role, feeder: {lagOps, lagSeconds, appliedTime},
  *   routing: {fast, archive}, hitRatio, coll(ns) -> {warmLow, warmDone, warmed, backlog,
- *   evicted, routing: {fast, archive}, hitRatio}}
+ *   evicted, routing: {fast, archive, merged}, hitRatio}}
  */
 function statusView(raw) {
   const view = {
@@ -390,7 +390,11 @@ function statusView(raw) {
       warmed: num(need(c, 'warm.warmed', raw)),
       backlog: num(need(c, 'evictor.backlog', raw)),
       evicted: num(need(c, 'evictor.evicted', raw)),
-      routing: { fast: num(need(c, 'routing.fast', raw)), archive: num(need(c, 'routing.archive', raw)) },
+      routing: {
+        fast: num(need(c, 'routing.fast', raw)),
+        archive: num(need(c, 'routing.archive', raw)),
+        merged: num(need(c, 'routing.mergedReads', raw)),
+      },
       hitRatio: c.hitRatio === null || c.hitRatio === undefined ? null : num(c.hitRatio),
     };
   };

@@ -282,8 +282,13 @@ class WorkloadState {
         if (extra === 4) o.batchSize = rng.int(2, 7);
         return o;
       }
-      case 'findPlain':
-        return { name: 'find', filter: this.scope(this.plainFilter()), batchSize: rng.chance(0.3) ? 5 : undefined };
+      case 'findPlain': {
+        const o = { name: 'find', filter: this.scope(this.plainFilter()), batchSize: rng.chance(0.3) ? 5 : undefined };
+        // With a limit, an archive-routed find is a merged read (CONSISTENCY.md, Merged reads).
+        if (rng.chance(0.4)) Object.assign(o, { sort: { v: rng.pick([1, -1]), _id: 1 }, skip: rng.int(0, 3), limit: rng.int(1, 15) });
+        if (rng.chance(0.2)) o.projection = { v: 1, cat: 1 };
+        return o;
+      }
       case 'count':
         return { name: 'countDocuments', filter: this.anyFilter() };
       case 'distinct':

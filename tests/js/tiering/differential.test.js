@@ -177,6 +177,7 @@ test('random operations through the proxy agree with a plain store, reply by rep
   assert.ok(coll.warmed > 0, `the warmer warmed nothing during the run (${replay()}): ${show(final.status.raw)}`);
   const routed = coll.routing;
   assert.ok(routed.fast > 0 && routed.archive > 0, `reads went to only one tier (${replay()}): ${show(routed)}`);
+  assert.ok(routed.merged > 0, `no archive-routed find was merged (${replay()}): ${show(routed)}`);
   process.stdout.write(
     `# differential: ${replay()}; ${i} ops in ${Date.now() - started} ms; ${final.docs} documents (${final.fast} in the fast tier); ` +
       `evicted ${coll.evicted}, warmed ${coll.warmed}, routed ${show(routed)}; ops ${show(counts)}\n`,

@@ -14,6 +14,7 @@ tiers:
   archive: {uri: "mongodb://a:1,b:2/?replicaSet=archive"}
 tiering:
   clockSkewGuard: 500ms
+  mergedReadLimit: 250
   collections:
     - {namespace: shop.orders, ageField: date, horizon: 30d}
     - {namespace: shop.events, ageField: _id, horizon: 12h}
@@ -27,6 +28,7 @@ TEST(ProxyConfig, LoadsAValidFile) {
     ASSERT_TRUE(c.isOK()) << c.getStatus().reason();
     EXPECT_EQ(c.getValue().port, 0);
     EXPECT_EQ(c.getValue().clockSkewGuard, Millis(500));
+    EXPECT_EQ(c.getValue().mergedReadLimit, 250);
     ASSERT_EQ(c.getValue().collections.size(), 2u);
     EXPECT_EQ(c.getValue().collections[0].horizon, Millis(30LL * 86'400'000));
     EXPECT_EQ(c.getValue().collections[1].ageField, "_id");
@@ -88,6 +90,8 @@ TEST(ProxyConfig, RefusesInvalidFilesNamingTheKey) {
     expectRefused("tiers: {fast: {uri: 'http://x'}, archive: {uri: 'mongodb://h:2'}}",
                   "tiers.fast.uri: must be a MongoDB connection string");
     expectRefused(tiers + "net: {port: 70000}", "net.port");
+    expectRefused(tiers + "tiering: {mergedReadLimit: -1}",
+                  "tiering.mergedReadLimit: must be 0 or more");
     expectRefused("tiers: [", "invalid YAML");
 }
 

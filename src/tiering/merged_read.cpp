@@ -1,0 +1,274 @@
+#include "tiering/merged_read.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "bson/doc.h"
+
+namespace halo::tiering {
+
+namespace {
+
+/// A reply larger than this is not assembled in the proxy (mongod's limit for
+/// one document is the same order; a cursor batch holds at most 16 MB).
+constexpr size_t kMaxMergedBytes = 16 * 1024 * 1024;
+/// Departures during the read start it again at most this often.
+constexpr int kEpochAttempts = 4;
+/// Rounds of reading further into the archive when the fast tier holds newer
+/// versions of most of the archive's first matches.
+constexpr int kArchiveRounds = 4;
+
+bool positiveInteger(const bson_iter_t& it, int64_t* out, bool allowZero) {
+    if (!BSON_ITER_HOLDS_NUMBER(&it)) return false;
+    double d = bson_iter_as_double(&it);
+    int64_t v = bson_iter_as_int64(&it);
+    if (static_cast<double>(v) != d) return false;
+    if (v < 0 || (v == 0 && !allowZero)) return false;
+    *out = v;
+    return true;
+}
+
+/// True for a {$natural: ...} sort or hint: the tiers' storage orders differ.
+bool namesNatural(const bson_iter_t& it) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&it, &len, &data);
+    bson::View v(data, len);
+    return bson_has_field(v.get(), "$natural");
+}
+
+/// {find, filter, sort, limit: n, batchSize: n, hint/comment/maxTimeMS, readConcern, $db}.
+bson::Doc findCommand(const MergedFind& q, int64_t n, bool forFast) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", q.coll.c_str());
+    BSON_APPEND_DOCUMENT(c.mut(), "filter", q.filter.get());
+    if (!bson_empty(q.sortSpec.get())) BSON_APPEND_DOCUMENT(c.mut(), "sort", q.sortSpec.get());
+    BSON_APPEND_INT64(c.mut(), "limit", n);
+    BSON_APPEND_INT64(c.mut(), "batchSize", n);
+    bson_iter_t it;
+    bson_iter_init(&it, q.passThrough.get());
+    while (bson_iter_next(&it)) bson_append_iter(c.mut(), nullptr, 0, &it);
+    if (!bson_empty(q.readConcern.get())) {
+        bson_t rc;
+        BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "readConcern", &rc);
+        bson_iter_init(&it, q.readConcern.get());
+        while (bson_iter_next(&it)) {
+            // The archive has its own clock; the fast tier's reads carry the
+            // client's causal wait (its writes all landed there).
+            if (!forFast && std::string_view(bson_iter_key(&it)) == "afterClusterTime") continue;
+            bson_append_iter(&rc, nullptr, 0, &it);
+        }
+        bson_append_document_end(c.mut(), &rc);
+    }
+    BSON_APPEND_UTF8(c.mut(), "$db", q.db.c_str());
+    return c;
+}
+
+Status fallback() {
+    return Status(ErrorCode::OperationFailed, kMergedFallback);
+}
+
+}  // namespace
+
+std::optional<MergedFind> planMergedFind(const bson_t* cmd, const std::string& db,
+                                         int64_t maxDocs) {
+    if (maxDocs <= 0) return std::nullopt;
+    MergedFind q;
+    q.db = db;
+    bool hasLimit = false;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "find") {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;
+            q.coll = bson_iter_utf8(&it, nullptr);
+        } else if (k == "filter" || k == "sort" || k == "projection") {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return std::nullopt;
+            if (k == "sort" && namesNatural(it)) return std::nullopt;
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&it, &len, &data);
+            bson::Doc d = bson::Doc::copyOf(data, len);
+            if (k == "filter") {
+                q.filter = std::move(d);
+            } else if (k == "sort") {
+                q.sortSpec = std::move(d);
+            } else {
+                q.projectionSpec = std::move(d);
+            }
+        } else if (k == "limit") {
+            if (!positiveInteger(it, &q.limit, false)) return std::nullopt;
+            hasLimit = true;
+        } else if (k == "skip") {
+            if (!positiveInteger(it, &q.skip, true)) return std::nullopt;
+        } else if (k == "hint") {
+            if (namesNatural(it)) return std::nullopt;
+            bson_append_iter(q.passThrough.mut(), nullptr, 0, &it);
+        } else if (k == "comment" || k == "maxTimeMS") {
+            bson_append_iter(q.passThrough.mut(), nullptr, 0, &it);
+        } else if (k == "readConcern") {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return std::nullopt;
+            bson_iter_t rc;
+            bson_iter_recurse(&it, &rc);
+            while (bson_iter_next(&rc)) {
+                std::string_view rk = bson_iter_key(&rc);
+                if (rk == "level") {
+                    std::string_view level =
+                        BSON_ITER_HOLDS_UTF8(&rc) ? bson_iter_utf8(&rc, nullptr) : "";
+                    if (level != "local" && level != "majority" && level != "available")
+                        return std::nullopt;
+                } else if (rk != "afterClusterTime") {
+                    return std::nullopt;
+                }
+                bson_append_iter(q.readConcern.mut(), nullptr, 0, &rc);
+            }
+        } else if (k == "batchSize" || k == "singleBatch" || k == "$db" || k == "lsid" ||
+                   k == "$clusterTime" || k == "$readPreference" || k == "apiVersion" ||
+                   k == "apiStrict" || k == "apiDeprecationErrors" || k == "allowDiskUse") {
+            continue;
+        } else {
+            return std::nullopt;  // collation, let, min, max, a transaction, ...
+        }
+    }
+    if (!hasLimit || q.coll.empty() || q.skip > maxDocs - q.limit) return std::nullopt;
+    auto m = query::Matcher::parse(q.filter.get());
+    if (!m.isOK()) return std::nullopt;
+    q.matcher = std::move(m.getValue());
+    if (!bson_empty(q.sortSpec.get())) {
+        auto s = query::SortPattern::parse(q.sortSpec.get());
+        if (!s.isOK()) return std::nullopt;
+        q.sort.emplace(std::move(s.getValue()));
+    }
+    if (!bson_empty(q.projectionSpec.get())) {
+        auto p = query::Projection::parse(q.projectionSpec.get(), q.matcher.get());
+        if (!p.isOK()) return std::nullopt;
+        q.projection.emplace(std::move(p.getValue()));
+    }
+    return q;
+}
+
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, const MergedFind& q) {
+    const std::string ns = q.db + "." + q.coll;
+    const int64_t want = q.skip + q.limit;
+    for (int attempt = 0; attempt < kEpochAttempts; ++attempt) {
+        // The epoch first: a document that leaves the fast tier after it was
+        // read there and before its archive copy is judged moves it.
+        auto e1 = co_await readEpoch(t, ns);
+        if (!e1.isOK()) co_return e1.getStatus();
+        bson::Doc fc = findCommand(q, want, true);
+        auto fast = co_await t.fast.collect(fc.get());
+        if (!fast.isOK()) co_return fast.getStatus();
+        std::unordered_set<std::string> inFast;
+        for (auto& d : fast.getValue()) {
+            Id id;
+            if (idOf(d.get(), &id)) inFast.insert(idKey(id));
+        }
+
+        std::vector<bson::Doc> fromArchive;  // the archive's versions that stand
+        std::vector<bson::Doc> movedUp;      // fast versions of archive matches
+        bool complete = false;
+        int64_t reach = want;
+        for (int round = 0; round < kArchiveRounds && !complete; ++round) {
+            fromArchive.clear();
+            movedUp.clear();
+            bson::Doc ac = findCommand(q, reach, false);
+            auto archive = co_await t.archive.collect(ac.get());
+            if (!archive.isOK()) co_return archive.getStatus();
+            // The archive's matches the fast tier did not return: it may hold
+            // them (a newer version that no longer matches or ranks lower, or
+            // one copied up since) or have tombstoned them.
+            std::vector<Id> others;
+            std::vector<const bson::Doc*> candidates;
+            for (auto& d : archive.getValue()) {
+                Id id;
+                if (!idOf(d.get(), &id) || inFast.count(idKey(id))) continue;
+                others.push_back(std::move(id));
+                candidates.push_back(&d);
+            }
+            std::unordered_set<std::string> held;
+            if (!others.empty()) {
+                bson::Doc hc;
+                BSON_APPEND_UTF8(hc.mut(), "find", q.coll.c_str());
+                appendIdIn(hc.mut(), "filter", others);
+                BSON_APPEND_INT64(hc.mut(), "batchSize", static_cast<int64_t>(others.size()));
+                BSON_APPEND_UTF8(hc.mut(), "$db", q.db.c_str());
+                auto h = co_await t.fast.collect(hc.get());
+                if (!h.isOK()) co_return h.getStatus();
+                for (auto& d : h.getValue()) {
+                    Id id;
+                    if (!idOf(d.get(), &id)) continue;
+                    held.insert(idKey(id));
+                    if (q.matcher->matches(d.get())) movedUp.push_back(std::move(d));
+                }
+                std::vector<Id> unheld;
+                std::vector<const bson::Doc*> unheldDocs;
+                for (size_t i = 0; i < others.size(); ++i)
+                    if (!held.count(idKey(others[i]))) {
+                        unheld.push_back(others[i].copy());
+                        unheldDocs.push_back(candidates[i]);
+                    }
+                if (!unheld.empty()) {
+                    auto dead = co_await tombstonedIn(t, ns, unheld);
+                    if (!dead.isOK()) co_return dead.getStatus();
+                    for (size_t i = 0; i < unheld.size(); ++i)
+                        if (!dead.getValue()[i])
+                            fromArchive.push_back(bson::Doc::copyOf(unheldDocs[i]->get()));
+                }
+            }
+            const auto got = static_cast<int64_t>(archive.getValue().size());
+            // Enough archive versions stand, or the archive has no more matches.
+            complete = static_cast<int64_t>(fromArchive.size()) >= want || got < reach;
+            reach += std::max<int64_t>(want, got - static_cast<int64_t>(fromArchive.size()));
+        }
+        if (!complete) co_return fallback();
+        auto e2 = co_await readEpoch(t, ns);
+        if (!e2.isOK()) co_return e2.getStatus();
+        if (e2.getValue() != e1.getValue()) continue;  // a document left the fast tier: again
+
+        std::vector<bson::Doc> merged;
+        merged.reserve(fast.getValue().size() + movedUp.size() + fromArchive.size());
+        for (auto* part : {&fast.getValue(), &movedUp, &fromArchive})
+            for (auto& d : *part) merged.push_back(std::move(d));
+        if (q.sort) {
+            std::vector<std::pair<query::SortKey, size_t>> keys;
+            keys.reserve(merged.size());
+            for (size_t i = 0; i < merged.size(); ++i)
+                keys.emplace_back(q.sort->sortKey(merged[i].get()), i);
+            std::stable_sort(keys.begin(), keys.end(), [&q](const auto& a, const auto& b) {
+                return q.sort->compareKeys(a.first, b.first) < 0;
+            });
+            std::vector<bson::Doc> sorted;
+            sorted.reserve(merged.size());
+            for (auto& k : keys) sorted.push_back(std::move(merged[k.second]));
+            merged = std::move(sorted);
+        }
+        std::vector<bson::Doc> out;
+        size_t bytes = 0;
+        for (size_t i = static_cast<size_t>(q.skip);
+             i < merged.size() && static_cast<int64_t>(out.size()) < q.limit; ++i) {
+            bson::Doc d;
+            if (q.projection) {
+                try {
+                    query::MatchDetails details;
+                    if (q.projection->requiresMatchDetails())
+                        q.matcher->matches(merged[i].get(), &details);
+                    d = q.projection->apply(merged[i].get(), &details);
+                } catch (const DBException&) {
+                    co_return fallback();  // the tier reports the projection's error
+                }
+            } else {
+                d = std::move(merged[i]);
+            }
+            bytes += d.get()->len;
+            if (bytes > kMaxMergedBytes) co_return fallback();
+            out.push_back(std::move(d));
+        }
+        co_return out;
+    }
+    co_return fallback();
+}
+
+}  // namespace halo::tiering
