@@ -65,6 +65,7 @@ bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CL
         if (auto net = root["net"]) {
             set("--port", o.port, net["port"]);
             set("--bind_ip", o.bindIp, net["bindIp"]);
+            set("--maxConns", o.maxConns, net["maxIncomingConnections"]);
             if (auto tls = net["tls"]) {
                 if (tls["mode"] && app.count("--tlsMode") == 0) {
                     auto mode = halo::net::parseTlsMode(tls["mode"].as<std::string>());
@@ -172,6 +173,11 @@ int main(int argc, char** argv) {
     store->add_option("--bind_ip", so.bindIp, "Comma-separated addresses to listen on")
         ->capture_default_str();
     store->add_option("--dbpath", so.dbPath, "Directory for data files")->capture_default_str();
+    store
+        ->add_option("--maxConns", so.maxConns,
+                     "Most simultaneous connections; more are closed at once (as mongod)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
+        ->capture_default_str();
     store->add_option("--wiredTigerCacheSizeGB", so.cacheSizeGB, "WiredTiger cache size in GB")
         ->capture_default_str();
     store

@@ -1,6 +1,9 @@
 #include "net/listener.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +15,22 @@
 namespace halo::net {
 
 namespace {
+
+/// A client that vanished without closing (power loss, a dropped route) is
+/// found by TCP keepalive, as mongod finds it: probes after 300 s idle, every
+/// 30 s, 9 unanswered ones close the connection (at most 570 s in all).
+void setKeepAlive(asio::ip::tcp::socket& sock) {
+    asio::error_code ec;
+    sock.set_option(asio::socket_base::keep_alive(true), ec);
+    if (ec) return;
+    int fd = sock.native_handle();
+    int idle = Listener::kKeepAliveIdleSecs, interval = Listener::kKeepAliveIntervalSecs,
+        count = Listener::kKeepAliveProbes;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
 constexpr int32_t kMinFrame = 16;
 constexpr int32_t kMaxFrame = 48'000'000;
 }  // namespace
@@ -110,6 +129,19 @@ asio::awaitable<void> Listener::acceptLoop() {
             if (stopped_ || ec == asio::error::operation_aborted) co_return;
             continue;
         }
+        if (active_->load() >= maxConnections_) {
+            ++rejected_;
+            auto rep = accepted.remote_endpoint(ec);
+            std::string remote =
+                ec ? "" : fmt::format("{}:{}", rep.address().to_string(), rep.port());
+            log::info("network", 22942,
+                      "Connection refused because there are too many open connections",
+                      fmt::format(R"({{"remote":{},"connectionCount":{}}})", log::quote(remote),
+                                  active_->load()));
+            accepted.close(ec);
+            continue;
+        }
+        ++*active_;
         asio::ip::tcp::socket sock(home);
         if (&home == &io_) {
             sock = std::move(accepted);
@@ -122,15 +154,25 @@ asio::awaitable<void> Listener::acceptLoop() {
                     if (ec) ::close(fd);
                 }
             }
-            if (ec) continue;  // the peer left already; its descriptor is closed
+            if (ec) {  // the peer left already; its descriptor is closed
+                --*active_;
+                continue;
+            }
         }
         sock.set_option(asio::ip::tcp::no_delay(true), ec);
+        setKeepAlive(sock);
         uint64_t id = nextId_++;
         asio::co_spawn(home, serve(std::move(sock), id), asio::detached);
     }
 }
 
 asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id) {
+    // Counted from the accept on; uncounted however this ends (also when its
+    // context is destroyed with the coroutine suspended).
+    struct Active {
+        std::shared_ptr<std::atomic<size_t>> n;
+        ~Active() { --*n; }
+    } active{active_};
     ConnectionInfo info;
     info.id = id;
     asio::error_code ec;

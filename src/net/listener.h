@@ -72,6 +72,17 @@ class Listener {
     size_t openConnections() const;
     uint64_t totalConnections() const { return nextId_.load() - 1; }
 
+    /// mongod's net.maxIncomingConnections: a connection beyond this many open
+    /// ones is logged (22942) and closed at once. Set before start().
+    static constexpr size_t kDefaultMaxConnections = 1'000'000;
+    /// TCP keepalive on every accepted connection (see setKeepAlive).
+    static constexpr int kKeepAliveIdleSecs = 300;
+    static constexpr int kKeepAliveIntervalSecs = 30;
+    static constexpr int kKeepAliveProbes = 9;
+    void setMaxConnections(size_t n) { maxConnections_ = n; }
+    size_t maxConnections() const { return maxConnections_; }
+    uint64_t rejectedConnections() const { return rejected_.load(); }
+
   private:
     asio::awaitable<void> acceptLoop();
     asio::awaitable<void> serve(asio::ip::tcp::socket socket, uint64_t id);
@@ -88,6 +99,11 @@ class Listener {
     std::atomic<size_t> nextContext_{0};
     std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
     std::atomic<uint64_t> nextId_{1};
+    size_t maxConnections_ = kDefaultMaxConnections;
+    // Accepted and not yet ended. Shared with the connections' coroutines, whose
+    // frames may be destroyed with their io_context after this listener.
+    std::shared_ptr<std::atomic<size_t>> active_ = std::make_shared<std::atomic<size_t>>(0);
+    std::atomic<uint64_t> rejected_{0};
     mutable std::mutex mu_;
     std::unordered_map<uint64_t, asio::ip::tcp::socket*> sockets_;
     std::atomic<bool> stopped_{false};

@@ -99,8 +99,11 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
     if (!root.IsMap()) return Status(ErrorCode::BadValue, "the configuration must be a mapping");
     ck.unknownKeys(root, "", {"net", "tiers", "tiering", "workers", "security", "systemLog"});
     if (auto net = root["net"]) {
-        ck.unknownKeys(net, "net", {"bindIp", "port", "tls"});
+        ck.unknownKeys(net, "net", {"bindIp", "port", "tls", "maxIncomingConnections"});
         ck.get(net, "bindIp", "net", &c.bindIp);
+        ck.get(net, "maxIncomingConnections", "net", &c.maxIncomingConnections);
+        if (c.maxIncomingConnections < 1 || c.maxIncomingConnections > 1'000'000)
+            ck.fail("net.maxIncomingConnections", "must be between 1 and 1000000");
         ck.get(net, "port", "net", &c.port);
         if (c.port < 0 || c.port > 65535) ck.fail("net.port", "must be between 0 and 65535");
         if (auto tls = net["tls"]; tls && tls.IsMap()) {

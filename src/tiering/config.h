@@ -25,7 +25,8 @@ struct ProxyConfig {
     // net
     std::string bindIp = "127.0.0.1";
     int port = 27017;
-    net::TlsServerOptions tls;  // net.tls: TLS for the proxy's clients
+    int64_t maxIncomingConnections = 1'000'000;  // net.maxIncomingConnections, as mongod
+    net::TlsServerOptions tls;                   // net.tls: TLS for the proxy's clients
     // tiers
     std::string fastUri;
     std::string archiveUri;

@@ -1762,6 +1762,18 @@ bson::Doc ClientConnection::status() {
     BSON_APPEND_DOUBLE(d.mut(), "hitRatio",
                        fast + archive ? static_cast<double>(fast) / (fast + archive) : 0.0);
     BSON_APPEND_INT64(d.mut(), "openCursors", static_cast<int64_t>(p_.cursors().size()));
+    if (const net::Listener* l = p_.listener()) {
+        // As serverStatus.connections on mongod.
+        bson_t conn;
+        auto current = static_cast<int64_t>(l->openConnections());
+        BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "connections", &conn);
+        BSON_APPEND_INT64(&conn, "current", current);
+        BSON_APPEND_INT64(&conn, "available",
+                          std::max<int64_t>(0, p_.config().maxIncomingConnections - current));
+        BSON_APPEND_INT64(&conn, "totalCreated", static_cast<int64_t>(l->totalConnections()));
+        BSON_APPEND_INT64(&conn, "rejected", static_cast<int64_t>(l->rejectedConnections()));
+        bson_append_document_end(d.mut(), &conn);
+    }
     bson_t sec;
     BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "security", &sec);
     BSON_APPEND_BOOL(&sec, "authorization", p_.config().authorization);
@@ -2005,6 +2017,7 @@ Status Proxy::start(std::chrono::milliseconds tierWait) {
             for (auto& c : connectionContexts_) v.push_back(c.get());
             return v;
         }());
+    listener_->setMaxConnections(static_cast<size_t>(cfg_.maxIncomingConnections));
     s = listener_->start();
     if (!s.isOK()) return s;
     asio::co_spawn(io_, reapLoop(), asio::detached);

@@ -52,6 +52,7 @@ class Proxy {
     Operations& operations() { return operations_; }
     UserCache& users() { return users_; }
     AuthCounters& authCounters() { return authCounters_; }
+    const net::Listener* listener() const { return listener_.get(); }
     asio::io_context& io() { return io_; }
     void killRemote(const std::vector<CursorEntry>& dropped);
     /// A logical session belongs to the first user that uses it: another

@@ -263,8 +263,12 @@ HALO_REGISTER_COMMAND(CommandSpec{
         bson_t conn, ops, wt, cache, se, metrics, cursor;
         BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &conn);
         BSON_APPEND_INT32(&conn, "current", static_cast<int32_t>(st.openConnections()));
-        BSON_APPEND_INT32(&conn, "available", 1000000);
+        BSON_APPEND_INT32(
+            &conn, "available",
+            static_cast<int32_t>(std::max<int64_t>(
+                0, st.maxConnections() - static_cast<int64_t>(st.openConnections()))));
         BSON_APPEND_INT32(&conn, "totalCreated", static_cast<int32_t>(st.totalConnections()));
+        BSON_APPEND_INT64(&conn, "rejected", static_cast<int64_t>(st.rejectedConnections()));
         bson_append_document_end(r, &conn);
         BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &ops);
         auto& c = st.counters();

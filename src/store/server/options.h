@@ -29,6 +29,8 @@ struct StoreOptions {
     int ttlMonitorSleepSecs = 60;  // setParameter ttlMonitorSleepSecs, as mongod
     net::TlsServerOptions tls;     // net.tls.* / --tls*
     bool auth = false;             // --auth / security.authorization: enabled
+    // --maxConns / net.maxIncomingConnections: connections beyond it are closed at once.
+    int64_t maxConns = 1'000'000;
 };
 
 }  // namespace halo::store

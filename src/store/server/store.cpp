@@ -109,6 +109,7 @@ Status Store::start() {
             return std::make_unique<ServiceConnection>(*this, info);
         },
         tls.getValue(), contexts);
+    listener_->setMaxConnections(static_cast<size_t>(opts_.maxConns));
     s = listener_->start();
     if (!s.isOK()) return s;
 
@@ -216,6 +217,9 @@ size_t Store::openConnections() const {
 }
 uint64_t Store::totalConnections() const {
     return listener_ ? listener_->totalConnections() : 0;
+}
+uint64_t Store::rejectedConnections() const {
+    return listener_ ? listener_->rejectedConnections() : 0;
 }
 
 std::string Store::hostAndPort() const {

@@ -107,6 +107,8 @@ class Store {
     std::chrono::steady_clock::time_point startTime() const { return started_; }
     size_t openConnections() const;
     uint64_t totalConnections() const;
+    uint64_t rejectedConnections() const;
+    int64_t maxConnections() const { return opts_.maxConns; }
     std::string hostAndPort() const;
 
     /// Runs one command document; fills `reply` (ok:1 or the error shape). Never throws.
