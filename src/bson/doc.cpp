@@ -297,4 +297,22 @@ std::string_view typeName(bson_type_t t) {
     return "unknown";
 }
 
+std::string printableUtf8(std::string_view s) {
+    if (bson_utf8_validate(s.data(), s.size(), false)) return std::string(s);
+    std::string out;
+    out.reserve(s.size() * 2);
+    for (unsigned char c : s) {
+        if (c < 0x80 && c != 0)
+            out.push_back(static_cast<char>(c));
+        else
+            out += fmt::format("\\x{:02x}", c);
+    }
+    return out;
+}
+
+void appendMessage(bson_t* b, const char* key, std::string_view msg) {
+    std::string text = printableUtf8(msg);
+    bson_append_utf8(b, key, -1, text.data(), static_cast<int>(text.size()));
+}
+
 }  // namespace halo::bson

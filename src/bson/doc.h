@@ -103,6 +103,13 @@ inline void appendIter(bson_t* b, std::string_view key, const bson_iter_t& it) {
 /// when it fits, else int64.
 void appendNumber(bson_t* b, std::string_view key, int64_t n);
 
+/// `s` when it is valid UTF-8, else a copy with every byte above 0x7f written
+/// as \xHH: text from a client (a damaged command name, a field) that ends up
+/// in an error message must not make the reply invalid BSON for drivers.
+std::string printableUtf8(std::string_view s);
+/// Appends an error message (made printable, see printableUtf8).
+void appendMessage(bson_t* b, const char* key, std::string_view msg);
+
 /// Appends an array of strings under `key`.
 void appendStringArray(bson_t* b, std::string_view key, const std::vector<std::string>& values);
 

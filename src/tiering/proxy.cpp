@@ -63,7 +63,7 @@ Status interrupted() {
 bson::Doc errorDoc(const Status& s) {
     bson::Doc d;
     BSON_APPEND_DOUBLE(d.mut(), "ok", 0.0);
-    BSON_APPEND_UTF8(d.mut(), "errmsg", s.reason().c_str());
+    bson::appendMessage(d.mut(), "errmsg", s.reason());
     BSON_APPEND_INT32(d.mut(), "code", s.codeNumber());
     std::string name(codeName(s.code()));
     BSON_APPEND_UTF8(d.mut(), "codeName", name.c_str());
@@ -1458,7 +1458,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
             BSON_APPEND_DOCUMENT_BEGIN(errors.mut(), key.c_str(), &e);
             BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(i));
             BSON_APPEND_INT32(&e, "code", r.getStatus().codeNumber());
-            BSON_APPEND_UTF8(&e, "errmsg", r.getStatus().reason().c_str());
+            bson::appendMessage(&e, "errmsg", r.getStatus().reason());
             bson_append_document_end(errors.mut(), &e);
             if (ordered) break;
             continue;

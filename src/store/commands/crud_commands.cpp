@@ -385,7 +385,7 @@ void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
         BSON_APPEND_DOCUMENT_BEGIN(&arr, key.c_str(), &e);
         BSON_APPEND_INT32(&e, "index", errors[i].index);
         BSON_APPEND_INT32(&e, "code", errors[i].status.codeNumber());
-        BSON_APPEND_UTF8(&e, "errmsg", errors[i].status.reason().c_str());
+        bson::appendMessage(&e, "errmsg", errors[i].status.reason());
         if (errors[i].info) bson_concat(&e, errors[i].info->get());
         bson_append_document_end(&arr, &e);
     }

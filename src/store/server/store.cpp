@@ -56,7 +56,7 @@ bool writesAuthzDocuments(std::string_view name, std::string_view db, const bson
 
 void appendError(bson_t* reply, const Status& s) {
     BSON_APPEND_DOUBLE(reply, "ok", 0.0);
-    BSON_APPEND_UTF8(reply, "errmsg", s.reason().c_str());
+    bson::appendMessage(reply, "errmsg", s.reason());
     BSON_APPEND_INT32(reply, "code", s.codeNumber());
     std::string_view name = codeName(s.code());
     bson_append_utf8(reply, "codeName", 8, name.data(), static_cast<int>(name.size()));
@@ -250,6 +250,14 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     if (!spec) {
         appendError(reply,
                     Status(ErrorCode::CommandNotFound, fmt::format("no such command: '{}'", name)));
+        return;
+    }
+    if (!bson_utf8_validate(db.data(), db.size(), false)) {
+        // It would come back in cursor namespaces and messages, unreadable by drivers.
+        appendError(reply, Status(ErrorCode::InvalidNamespace,
+                                  fmt::format("Invalid database name: '{}': names must be valid "
+                                              "UTF-8",
+                                              bson::printableUtf8(db))));
         return;
     }
     if (spec->adminOnly && db != "admin") {

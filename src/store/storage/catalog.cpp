@@ -410,6 +410,12 @@ StatusWith<std::shared_ptr<const CollectionEntry>> Catalog::createCollection(con
                                                                              bool withIdIndex) {
     if (colls_.count(ns))
         return Status(ErrorCode::NamespaceExists, fmt::format("Collection {} already exists.", ns));
+    // Names come back in listCollections, listDatabases and change events, where a
+    // driver must be able to read them: no database or collection of invalid UTF-8.
+    if (!bson_utf8_validate(ns.data(), ns.size(), false))
+        return Status(ErrorCode::InvalidNamespace,
+                      fmt::format("Invalid namespace specified '{}': names must be valid UTF-8",
+                                  bson::printableUtf8(ns)));
     auto e = std::make_shared<CollectionEntry>();
     e->ns = ns;
     std::tie(e->db, e->name) = splitNs(ns);

@@ -76,10 +76,12 @@ function checkOutputs(r) {
         const v = run.run.round_trips_per_op[t];
         assert.ok(typeof v === 'number' && v >= 0, `${name}: ${t} round trips per op ${v}`);
       }
-      // Tiered: every operation asks the fast tier at least once; pass-through: the archive
-      // (operations still in flight at the window's edges blur it by a few percent).
+      // Tiered: every operation asks the fast tier at least once; pass-through: the archive.
+      // The counters come from haloclineStatus probes on their own connection, so the
+      // window's edges blur the ratio: by a few percent on an idle machine, by up to ~10%
+      // in quick mode's short windows when other work competes for the two cores.
       const busy = run.side === 'tiered' ? 'fast' : 'archive';
-      assert.ok(run.run.round_trips_per_op[busy] >= 0.9, `${name}: ${busy} round trips per op ${run.run.round_trips_per_op[busy]}`);
+      assert.ok(run.run.round_trips_per_op[busy] >= 0.8, `${name}: ${busy} round trips per op ${run.run.round_trips_per_op[busy]}`);
     }
   }
   assert.match(r.stdout, /CPU us\/op client\|proxy\|fast\|archive +\d+\|-\|-\|\d+/, 'per-run line and table rows');

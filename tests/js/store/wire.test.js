@@ -380,3 +380,32 @@ test('many abusive connections at once do not disturb the server', async () => {
   );
   await assertHealthy();
 });
+
+test('names and command names of invalid UTF-8 are refused, and no reply carries invalid UTF-8', async () => {
+  // Builds a frame, then turns the byte 'X' of `marker` into 0xff (a JS string cannot hold it).
+  const patched = (doc, marker) => {
+    const f = W.opMsg(doc);
+    const at = f.indexOf(Buffer.from(marker));
+    assert.ok(at >= 0);
+    f[at + marker.indexOf('X')] = 0xff;
+    return f;
+  };
+  const c = await W.RawConnection.connect(server.port);
+  try {
+    for (const [doc, marker, code] of [
+      [{ insert: 'utfXcoll', documents: [{ _id: 1 }], $db: 'test' }, 'utfXcoll', 73],
+      [{ listCollections: 1, $db: 'utfXdb' }, 'utfXdb', 73],
+      [{ fiXnd: 'c', $db: 'test' }, 'fiXnd', 59],
+    ]) {
+      await c.send(patched(doc, marker));
+      const r = await c.next();
+      assert.ok(!r.closed && !r.parseError, `${marker}: a reply a driver can read (${r.parseError})`);
+      assert.equal(r.doc.code, code, JSON.stringify(r.doc));
+      assert.match(r.doc.errmsg, /\\xff/, 'the bad byte is shown escaped');
+    }
+    const names = await c.command({ listCollections: 1, nameOnly: true, $db: 'test' });
+    assert.ok(names.cursor.firstBatch.every((x) => !x.name.startsWith('utf')), 'no collection was created');
+  } finally {
+    c.destroy();
+  }
+});

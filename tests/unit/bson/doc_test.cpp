@@ -107,3 +107,15 @@ TEST(ValidateTest, NestingIsBoundedWithoutRecursion) {
 
 }  // namespace
 }  // namespace halo::bson
+
+TEST(PrintableUtf8, KeepsValidTextAndEscapesInvalidBytes) {
+    EXPECT_EQ(halo::bson::printableUtf8("no such command: 'find'"), "no such command: 'find'");
+    EXPECT_EQ(halo::bson::printableUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+    EXPECT_EQ(halo::bson::printableUtf8("d\xc4s\xc0inct"), "d\\xc4s\\xc0inct");
+    std::string withNul("a\0b", 3);
+    EXPECT_EQ(halo::bson::printableUtf8(withNul), "a\\x00b");
+    bson_t b = BSON_INITIALIZER;
+    halo::bson::appendMessage(&b, "errmsg", "bad \xff name");
+    EXPECT_EQ(halo::bson::stringField(&b, "errmsg"), "bad \\xff name");
+    bson_destroy(&b);
+}
