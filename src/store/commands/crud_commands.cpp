@@ -367,12 +367,20 @@ WriteError writeErrorFrom(int32_t index, const DBException& e) {
     return w;
 }
 
-/// Adds a statement's error to the reply's writeErrors. An interruption, and
-/// any error inside a multi-document transaction (which it aborts), fails the
-/// whole command instead, as in mongod. Call from the catch block of `e`.
-void recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
-    if (currentOperation().txn || e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
+/// Adds a statement's error to the reply's writeErrors. An interruption, and a
+/// write conflict inside a multi-document transaction (a TransientTransactionError),
+/// fail the whole command instead, as in mongod. Inside a transaction any other
+/// error is reported as the batch's only write error (also when unordered) and
+/// the transaction aborts after the reply. Returns whether the batch stops here.
+/// Call from the catch block of `e`.
+bool recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
+    CurrentOperation& cur = currentOperation();
+    if (e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
+    if (cur.txn && e.code() == ErrorCode::WriteConflict) throw;
     errors.push_back(writeErrorFrom(index, e));
+    if (!cur.txn) return false;
+    cur.abortTransactionAfterCommand = true;
+    return true;
 }
 
 void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
@@ -407,6 +415,7 @@ bson::Doc prepareInsert(const bson_t* doc) {
         if (t == BSON_TYPE_REGEX) uasserted(ErrorCode::InvalidIdField, "can't use a regex for _id");
         if (t == BSON_TYPE_UNDEFINED)
             uasserted(ErrorCode::InvalidIdField, "can't use a undefined for _id");
+        uassertStatusOK(update::validateIdForInsert(it));
         bson::appendIter(out.mut(), "_id", it);
     } else {
         bson_oid_t oid;
@@ -485,8 +494,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
             if (!priorOutcome(op.store, i)) insertOne(op.store, ns, doc.get(), i);
             ++n;
         } catch (const DBException& e) {
-            recordWriteError(errors, i, e);
-            if (ordered) break;
+            if (recordWriteError(errors, i, e) || ordered) break;
         }
     }
     BSON_APPEND_INT32(reply, "n", n);
@@ -704,6 +712,27 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
     });
 }
 
+/// mongod parses a whole write command before running any statement: a field
+/// its IDL does not know in any statement fails the command (40415) and nothing
+/// is written. `known` are the statement fields of mongod 7.0 (write_ops.idl).
+void checkStatementFields(const OperationContext& op, const char* arrayField,
+                          std::initializer_list<std::string_view> known) {
+    bson_iter_t it, a;
+    if (!op.args.find(arrayField, &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        bson_iter_t f;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a) || !bson_iter_recurse(&a, &f)) continue;
+        while (bson_iter_next(&f)) {
+            std::string_view k = bson_iter_key(&f);
+            if (std::find(known.begin(), known.end(), k) == known.end())
+                uasserted(ErrorCode::Location40415,
+                          fmt::format("BSON field '{}.{}.{}' is an unknown field.", op.name,
+                                      arrayField, k));
+        }
+    }
+}
+
 void runUpdate(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     cmdarg::checkFields(
@@ -712,6 +741,10 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     if (!op.args.find("updates", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'update.updates' is missing but a required field");
+    // 7.0 has no `sort` here (8.0 added it): refused, not ignored.
+    checkStatementFields(op, "updates",
+                         {"q", "u", "c", "arrayFilters", "multi", "upsert", "upsertSupplied",
+                          "collation", "hint", "sampleId"});
     bool ordered = cmdarg::getBool(op.args, "ordered", true);
     BypassDocumentValidation bypass(cmdarg::getBool(op.args, "bypassDocumentValidation", false));
     std::vector<WriteError> errors;
@@ -771,8 +804,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                 anyUpsert = true;
             }
         } catch (const DBException& e) {
-            recordWriteError(errors, i, e);
-            if (ordered) break;
+            if (recordWriteError(errors, i, e) || ordered) break;
         }
     }
     BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
@@ -846,6 +878,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
     if (!op.args.find("deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'delete.deletes' is missing but a required field");
+    checkStatementFields(op, "deletes", {"q", "limit", "collation", "hint", "sampleId"});
     bool ordered = cmdarg::getBool(op.args, "ordered", true);
     std::vector<WriteError> errors;
     int64_t n = 0;
@@ -881,8 +914,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
             n += deleteDocs(op.store, ns, &q, limit == 1, nullptr,
                             hint.empty() ? nullptr : hint.get(), nullptr, i);
         } catch (const DBException& e) {
-            recordWriteError(errors, i, e);
-            if (ordered) break;
+            if (recordWriteError(errors, i, e) || ordered) break;
         }
     }
     BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cstring>
+
 #include "store/exec/interrupt.h"
 #include "store/repl/doc_diff.h"
 
@@ -26,7 +29,7 @@ void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
     OplogEntry e;
     e.op = 'i';
     e.ns = c.ns;
-    e.uuid = c.uuid;
+    e.setUuid(c.uuid);
     e.o = bson::Doc::copyOf(doc);
     e.o2 = idOnly(doc);
     u.append(std::move(e));
@@ -37,7 +40,7 @@ void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, c
     OplogEntry e;
     e.op = 'u';
     e.ns = c.ns;
-    e.uuid = c.uuid;
+    e.setUuid(c.uuid);
     if (replacement) {
         e.o = bson::Doc::copyOf(after);
     } else {
@@ -57,7 +60,7 @@ void logDelete(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
     OplogEntry e;
     e.op = 'd';
     e.ns = c.ns;
-    e.uuid = c.uuid;
+    e.setUuid(c.uuid);
     e.o = idOnly(doc);
     if (recordsImages(c)) e.preImage = bson::Doc::copyOf(doc);
     u.append(std::move(e));
@@ -68,7 +71,7 @@ void logCommand(Store& store, const std::string& db, const bson_t* o, const uint
         OplogEntry e;
         e.op = 'c';
         e.ns = db + ".$cmd";
-        e.uuid = uuid;
+        e.setUuid(uuid);
         e.o = bson::Doc::copyOf(o);
         u.append(std::move(e));
     });
@@ -128,7 +131,24 @@ void ensureCollection(Store& store, const std::string& ns) {
     std::unique_lock lk(catalog.ddlLock());
     if (catalog.lookup(ns)) return;
     auto coll = catalog.getOrCreate(ns);
+    noteCreatedInTransaction(*coll);
     logCreate(store, *coll);
+}
+
+void noteCreatedInTransaction(const CollectionEntry& c) {
+    SessionState* txn = currentOperation().txn;
+    if (!txn) return;
+    std::array<uint8_t, 16> uuid;
+    std::memcpy(uuid.data(), c.uuid, uuid.size());
+    txn->createdInTxn.emplace_back(c.ns, uuid);
+}
+
+bool createdInThisTransaction(const CollectionEntry& c) {
+    SessionState* txn = currentOperation().txn;
+    if (!txn) return false;
+    for (const auto& [ns, uuid] : txn->createdInTxn)
+        if (ns == c.ns && std::memcmp(uuid.data(), c.uuid, uuid.size()) == 0) return true;
+    return false;
 }
 
 void logCreate(Store& store, const CollectionEntry& c) {

@@ -26,7 +26,7 @@ bson::Doc oplogEntryToBson(const OplogEntry& e, Timestamp ts, int64_t wallMillis
     char op[2] = {e.op, 0};
     BSON_APPEND_UTF8(b, "op", op);
     BSON_APPEND_UTF8(b, "ns", e.ns.c_str());
-    if (e.uuid) bson_append_binary(b, "ui", 2, BSON_SUBTYPE_UUID, e.uuid, 16);
+    if (e.uuid) bson_append_binary(b, "ui", 2, BSON_SUBTYPE_UUID, e.uuid->data(), 16);
     BSON_APPEND_DOCUMENT(b, "o", e.o.get());
     if (e.o2) BSON_APPEND_DOCUMENT(b, "o2", e.o2->get());
     appendTimestamp(b, "ts", ts);

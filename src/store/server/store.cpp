@@ -652,6 +652,11 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     if (!isReplicaSet())
         uasserted(ErrorCode::IllegalOperation,
                   "Transaction numbers are only allowed on a replica set member or mongos");
+    if (op.name == "count")
+        uasserted(
+            ErrorCode::OperationNotSupportedInTransaction,
+            "Cannot run 'count' in a multi-document transaction. Please see "
+            "http://dochub.mongodb.org/core/transaction-count for a recommended alternative.");
     if (!allowedInTransaction(op.name))
         uasserted(ErrorCode::OperationNotSupportedInTransaction,
                   fmt::format("Cannot run '{}' in a multi-document transaction.", op.name));
@@ -687,6 +692,8 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         sessions_->abort(*st);
         throw;
     }
+    // A write error (reported in the reply's writeErrors) aborts it too.
+    if (cur.abortTransactionAfterCommand) sessions_->abort(*st);
 }
 
 void Store::appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction) {

@@ -1,0 +1,259 @@
+'use strict';
+// Store fidelity (issue 14): where the store cannot do what mongod 7.0 does, it
+// fails with mongod's error instead of answering differently. DDL inside a
+// transaction, write errors inside a transaction, unknown update statement
+// fields, '$'-prefixed fields inside _id, write concerns the set cannot satisfy,
+// and snapshot reads at one cluster time. Each test fails if the behaviour breaks.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { inspect } = require('node:util');
+const { MongoClient, UUID, Long } = require('mongodb');
+const { startStore } = require('../lib/server');
+const { RawConnection } = require('../lib/wire');
+
+let server;
+let client;
+let conn;
+let n = 0;
+const collName = () => `fid_${++n}_${process.pid}`;
+const DB = 'fid';
+const run = (doc, db = DB) => conn.command({ ...doc, $db: db });
+
+before(async () => {
+  server = await startStore({ replSet: 'rs0' });
+  client = new MongoClient(server.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
+  await client.connect();
+  conn = await RawConnection.connect(server.port);
+});
+after(async () => {
+  conn?.destroy();
+  await client?.close();
+  await server?.cleanup();
+});
+
+/** A raw transaction on a fresh lsid: txn(doc) sends doc inside it (the first starts it). */
+function rawTxn() {
+  const lsid = { id: new UUID() };
+  const txnNumber = Long.fromNumber(1);
+  let started = false;
+  const send = (doc, db = DB) => {
+    const extra = { lsid, txnNumber, autocommit: false };
+    if (!started) extra.startTransaction = true;
+    started = true;
+    return run({ ...doc, ...extra }, db);
+  };
+  send.commit = () => run({ commitTransaction: 1, lsid, txnNumber, autocommit: false }, 'admin');
+  send.abort = () => run({ abortTransaction: 1, lsid, txnNumber, autocommit: false }, 'admin');
+  return send;
+}
+
+function assertError(reply, code, codeName, errmsg) {
+  assert.equal(reply.ok, 0, inspect(reply));
+  assert.equal(reply.code, code, inspect(reply));
+  assert.equal(reply.codeName, codeName, inspect(reply));
+  if (errmsg !== undefined) assert.equal(reply.errmsg, errmsg, inspect(reply));
+}
+
+// ------------------------------------------------------------ DDL in transactions
+
+test('collections created inside a transaction (create, createIndexes, a first write) vanish on abort and appear on commit', async () => {
+  const listed = async (name) => (await run({ listCollections: 1, filter: { name } })).cursor.firstBatch.length === 1;
+  const oplogCreates = async (name) => (await run({
+    find: 'oplog.rs',
+    filter: { $or: [{ 'o.create': name }, { 'o.applyOps.o.create': name }] },
+  }, 'local')).cursor.firstBatch.length;
+  const ways = {
+    create: (name) => ({ create: name }),
+    createIndexes: (name) => ({ createIndexes: name, indexes: [{ key: { a: 1 }, name: 'a_1' }] }),
+    insert: (name) => ({ insert: name, documents: [{ _id: 1 }] }),
+    upsert: (name) => ({ update: name, updates: [{ q: { _id: 1 }, u: { $set: { a: 1 } }, upsert: true }] }),
+  };
+  for (const [way, cmd] of Object.entries(ways)) {
+    const name = collName();
+    let t = rawTxn();
+    const r = await t(cmd(name));
+    assert.equal(r.ok, 1, `${way}: ${inspect(r)}`);
+    assert.equal(r.writeErrors, undefined, `${way}: ${inspect(r)}`);
+    assert.equal((await t.abort()).ok, 1);
+    assert.equal(await listed(name), false, `${way}: the aborted transaction's collection is gone`);
+    assert.equal(await oplogCreates(name), 0, `${way}: an aborted create leaves no oplog entry`);
+
+    t = rawTxn();
+    assert.equal((await t(cmd(name))).ok, 1);
+    assert.equal((await t.commit()).ok, 1);
+    assert.equal(await listed(name), true, `${way}: the committed transaction's collection exists`);
+    assert.equal(await oplogCreates(name), 1, `${way}: its create entry committed with the transaction`);
+  }
+
+  // createIndexes on a collection the transaction created and wrote to: the build
+  // could not see the transaction's documents, so it is refused.
+  const name = collName();
+  const t = rawTxn();
+  assert.equal((await t({ insert: name, documents: [{ a: 1 }] })).ok, 1);
+  assertError(await t({ createIndexes: name, indexes: [{ key: { a: 1 }, name: 'a_1' }] }), 263,
+    'OperationNotSupportedInTransaction',
+    `Cannot create new indexes on non-empty collection ${DB}.${name} in a multi-document transaction.`);
+  assert.equal(await listed(name), false, 'the refusal aborted the transaction and its collection');
+
+  // Through the driver: abortTransaction undoes an explicit create.
+  const other = collName();
+  const session = client.startSession();
+  session.startTransaction();
+  await client.db(DB).createCollection(other, { session });
+  await client.db(DB).collection(other).insertOne({ _id: 1 }, { session });
+  await session.abortTransaction();
+  await session.endSession();
+  assert.equal(await listed(other), false);
+});
+
+test('createIndexes on an existing collection inside a transaction: new indexes are refused, existing ones are a no-op', async () => {
+  const name = collName();
+  const ns = `${DB}.${name}`;
+  assert.equal((await run({ createIndexes: name, indexes: [{ key: { a: 1 }, name: 'a_1' }] })).ok, 1);
+  let t = rawTxn();
+  const same = await t({ createIndexes: name, indexes: [{ key: { a: 1 }, name: 'a_1' }] });
+  assert.equal(same.ok, 1, inspect(same));
+  assert.equal(same.numIndexesBefore, 2);
+  assert.equal(same.numIndexesAfter, 2);
+  assert.equal(same.note, 'all indexes already exist');
+  assert.equal((await t.commit()).ok, 1);
+
+  t = rawTxn();
+  assertError(await t({ createIndexes: name, indexes: [{ key: { b: 1 }, name: 'b_1' }] }), 263,
+    'OperationNotSupportedInTransaction',
+    `Cannot create new indexes on existing collection ${ns} in a multi-document transaction.`);
+  const idx = await run({ listIndexes: name });
+  assert.deepEqual(idx.cursor.firstBatch.map((i) => i.name).sort(), ['_id_', 'a_1']);
+  assertError(await t.commit(), 251, 'NoSuchTransaction');
+});
+
+test('drop, dropIndexes, collMod, renameCollection and count are refused inside a transaction with mongod\'s messages', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1 }] })).ok, 1);
+  for (const [cmd, db] of [
+    [{ drop: name }, DB],
+    [{ dropIndexes: name, index: '*' }, DB],
+    [{ collMod: name }, DB],
+    [{ renameCollection: `${DB}.${name}`, to: `${DB}.${name}_x` }, 'admin'],
+    [{ dropDatabase: 1 }, DB],
+  ]) {
+    const t = rawTxn();
+    const name0 = Object.keys(cmd)[0];
+    assertError(await t(cmd, db), 263, 'OperationNotSupportedInTransaction',
+      `Cannot run '${name0}' in a multi-document transaction.`);
+  }
+  const t = rawTxn();
+  assertError(await t({ count: name }), 263, 'OperationNotSupportedInTransaction',
+    "Cannot run 'count' in a multi-document transaction. Please see " +
+      'http://dochub.mongodb.org/core/transaction-count for a recommended alternative.');
+  const found = await run({ find: name });
+  assert.deepEqual(found.cursor.firstBatch, [{ _id: 1 }], 'the collection is untouched');
+});
+
+// ------------------------------------------------------------ write errors in transactions
+
+test('a write error inside a transaction is the batch\'s only writeError with ok: 1, and aborts the transaction', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 5 }, { _id: 0, x: 'string' }] })).ok, 1);
+  for (const ordered of [true, false]) {
+    let t = rawTxn();
+    const r = await t({ insert: name, documents: [{ _id: 10 }, { _id: 11 }, { _id: 5 }, { _id: 5 }, { _id: 12 }], ordered });
+    assert.equal(r.ok, 1, inspect(r));
+    assert.equal(r.n, 2, inspect(r));
+    assert.equal(r.writeErrors.length, 1, inspect(r));
+    assert.equal(r.writeErrors[0].index, 2);
+    assert.equal(r.writeErrors[0].code, 11000);
+    assert.match(r.writeErrors[0].errmsg, /^E11000 duplicate key error/);
+    assert.equal(r.errorLabels, undefined, 'no TransientTransactionError on a duplicate key');
+    // The transaction is aborted: its next statement and its commit fail.
+    const next = await t({ find: name });
+    assertError(next, 251, 'NoSuchTransaction');
+    assert.deepEqual(next.errorLabels, ['TransientTransactionError']);
+    assertError(await t.commit(), 251, 'NoSuchTransaction');
+    const after = await run({ find: name, filter: { _id: { $gte: 10 } } });
+    assert.deepEqual(after.cursor.firstBatch, [], `nothing of the aborted transaction stays (ordered: ${ordered})`);
+
+    t = rawTxn();
+    const u = await t({
+      update: name,
+      updates: [{ q: { _id: 0 }, u: { $set: { x: 'STRING' } } }, { q: { _id: 0 }, u: { $inc: { x: 1 } } }],
+      ordered,
+    });
+    assert.equal(u.ok, 1, inspect(u));
+    assert.equal(u.n, 1);
+    assert.equal(u.writeErrors.length, 1);
+    assert.equal(u.writeErrors[0].index, 1);
+    assert.equal(u.writeErrors[0].code, 14);
+    assertError(await t.commit(), 251, 'NoSuchTransaction');
+    assert.equal((await run({ find: name, filter: { _id: 0 } })).cursor.firstBatch[0].x, 'string');
+  }
+  // The driver: insertOne's duplicate key is a server error without the transient label.
+  const coll = client.db(DB).collection(name);
+  const session = client.startSession();
+  session.startTransaction();
+  await coll.insertOne({ _id: 20 }, { session });
+  const dup = await coll.insertOne({ _id: 20 }, { session }).then(() => null, (e) => e);
+  assert.ok(dup, 'the duplicate must fail');
+  assert.equal(dup.code, 11000);
+  assert.ok(!dup.hasErrorLabel('TransientTransactionError'));
+  const again = await coll.insertOne({ _id: 21 }, { session }).then(() => null, (e) => e);
+  assert.equal(again?.code, 251, 'the transaction was aborted by the write error');
+  await session.abortTransaction();
+  await session.endSession();
+  assert.equal(await coll.countDocuments({ _id: { $in: [20, 21] } }), 0);
+});
+
+// ------------------------------------------------------------ update statement fields
+
+test('an update statement with a field mongod 7.0 does not know (sort) fails the command and writes nothing', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1, a: 1 }, { _id: 2, a: 2 }] })).ok, 1);
+  const r = await run({
+    update: name,
+    updates: [{ q: {}, u: { $set: { first: true } } }, { q: { a: { $gt: 0 } }, u: { $set: { b: 1 } }, sort: { a: -1 } }],
+  });
+  assertError(r, 40415, 'Location40415', "BSON field 'update.updates.sort' is an unknown field.");
+  const docs = (await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch;
+  assert.deepEqual(docs, [{ _id: 1, a: 1 }, { _id: 2, a: 2 }], 'no statement ran');
+  assertError(await run({ delete: name, deletes: [{ q: {}, limit: 1, sort: { a: 1 } }] }), 40415, 'Location40415',
+    "BSON field 'delete.deletes.sort' is an unknown field.");
+  // mongod 7.0's own statement fields are accepted.
+  const ok = await run({
+    update: name,
+    updates: [{ q: { _id: 1 }, u: { $set: { c: 1 } }, multi: false, upsert: false, hint: { _id: 1 }, upsertSupplied: false }],
+  });
+  assert.equal(ok.ok, 1, inspect(ok));
+  assert.equal(ok.nModified, 1);
+});
+
+// ------------------------------------------------------------ $-prefixed fields inside _id
+
+test('an _id document holding a $-prefixed field is refused (52) on insert, upsert and replacement; DBRefs pass', async () => {
+  const name = collName();
+  const ins = await run({ insert: name, documents: [{ _id: { $a: 1 }, x: 1 }] });
+  assert.equal(ins.ok, 1);
+  assert.equal(ins.n, 0);
+  assert.equal(ins.writeErrors[0].code, 52, inspect(ins));
+  assert.equal(ins.writeErrors[0].errmsg, "_id fields may not contain '$'-prefixed fields: $a is not valid for storage.");
+  const deep = await run({ insert: name, documents: [{ _id: { a: { b: [{ $c: 1 }] } } }] });
+  assert.equal(deep.writeErrors?.[0]?.code, 52, inspect(deep));
+  assert.equal(deep.writeErrors[0].errmsg, "_id fields may not contain '$'-prefixed fields: $c is not valid for storage.");
+  const ref = await run({ insert: name, documents: [{ _id: { $ref: 'c', $id: 1, $db: 'd' } }] });
+  assert.equal(ref.n, 1, inspect(ref));
+  assert.equal(ref.writeErrors, undefined);
+
+  const replacementMsg = "The dollar ($) prefixed field '$a' in '_id.$a' is not allowed in the context of an " +
+    "update's replacement document. Consider using an aggregation pipeline with $replaceWith.";
+  const upsert = await run({ update: name, updates: [{ q: { x: 9 }, u: { _id: { $a: 1 }, x: 9 }, upsert: true }] });
+  assert.equal(upsert.ok, 1);
+  assert.equal(upsert.writeErrors?.[0]?.code, 52, inspect(upsert));
+  assert.equal(upsert.writeErrors[0].errmsg, replacementMsg);
+  const setId = await run({ update: name, updates: [{ q: { x: 8 }, u: { $set: { _id: { $a: 1 } } }, upsert: true }] });
+  assert.equal(setId.writeErrors?.[0]?.code, 52, inspect(setId));
+  assert.equal(setId.writeErrors[0].errmsg, replacementMsg);
+  const fam = await run({ findAndModify: name, query: { x: 7 }, update: { _id: { $a: 1 }, x: 7 }, upsert: true });
+  assertError(fam, 52, 'DollarPrefixedFieldName', replacementMsg);
+  const docs = (await run({ find: name })).cursor.firstBatch;
+  assert.equal(docs.length, 1, inspect(docs));
+});
