@@ -52,6 +52,86 @@ bool writesAuthzDocuments(std::string_view name, std::string_view db, const bson
     return coll == "system.users" || coll == "system.roles";
 }
 
+/// Commands that take a write concern (mongod's supportsWriteConcern).
+bool takesWriteConcern(std::string_view name) {
+    static constexpr std::string_view kWrites[] = {"insert",
+                                                   "update",
+                                                   "delete",
+                                                   "findAndModify",
+                                                   "findandmodify",
+                                                   "create",
+                                                   "drop",
+                                                   "createIndexes",
+                                                   "dropIndexes",
+                                                   "deleteIndexes",
+                                                   "collMod",
+                                                   "renameCollection",
+                                                   "dropDatabase",
+                                                   "commitTransaction",
+                                                   "abortTransaction",
+                                                   "createUser",
+                                                   "updateUser",
+                                                   "dropUser",
+                                                   "dropAllUsersFromDatabase",
+                                                   "grantRolesToUser",
+                                                   "revokeRolesFromUser",
+                                                   "createRole",
+                                                   "updateRole",
+                                                   "dropRole",
+                                                   "dropAllRolesFromDatabase",
+                                                   "grantPrivilegesToRole",
+                                                   "revokePrivilegesFromRole",
+                                                   "grantRolesToRole",
+                                                   "revokeRolesFromRole"};
+    return std::find(std::begin(kWrites), std::end(kWrites), name) != std::end(kWrites);
+}
+
+/// A write concern a one-member replica set cannot satisfy, as mongod 7.0
+/// reports it after the write (writeConcernError, the write stays): w above the
+/// number of data-bearing members is UnsatisfiableWriteConcern (100), a tag
+/// set mode that the configuration does not define UnknownReplWriteConcern (79).
+/// Returns the writeConcernError document, or nothing when w is satisfiable.
+std::optional<bson::Doc> unsatisfiableWriteConcern(const bson::Fields& args) {
+    bson_t wc;
+    if (!args.subDocument("writeConcern", &wc)) return std::nullopt;
+    bson_iter_t w;
+    if (!bson::find(&wc, "w", &w)) return std::nullopt;
+    Status problem;
+    if (BSON_ITER_HOLDS_UTF8(&w)) {
+        std::string_view mode = bson_iter_utf8(&w, nullptr);
+        if (mode == "majority") return std::nullopt;
+        problem = Status(ErrorCode::UnknownReplWriteConcern,
+                         fmt::format("No write concern mode named '{}' found in replica set "
+                                     "configuration",
+                                     mode));
+    } else if (bson::isNumber(bson_iter_type(&w))) {
+        if (bson_iter_as_int64(&w) <= 1) return std::nullopt;
+        problem = Status(ErrorCode::UnsatisfiableWriteConcern, "Not enough data-bearing nodes");
+    } else {
+        return std::nullopt;
+    }
+    bson::Doc out;
+    BSON_APPEND_INT32(out.mut(), "code", problem.codeNumber());
+    std::string_view name = codeName(problem.code());
+    bson_append_utf8(out.mut(), "codeName", 8, name.data(), static_cast<int>(name.size()));
+    BSON_APPEND_UTF8(out.mut(), "errmsg", problem.reason().c_str());
+    // errInfo: the write concern as applied (mongod adds wtimeout and its provenance).
+    bson_t info, applied;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "errInfo", &info);
+    BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &applied);
+    bson::appendIter(&applied, "w", w);
+    bson_iter_t it;
+    if (bson::find(&wc, "j", &it)) bson::appendIter(&applied, "j", it);
+    if (bson::find(&wc, "wtimeout", &it))
+        bson::appendIter(&applied, "wtimeout", it);
+    else
+        BSON_APPEND_INT32(&applied, "wtimeout", 0);
+    BSON_APPEND_UTF8(&applied, "provenance", "clientSupplied");
+    bson_append_document_end(&info, &applied);
+    bson_append_document_end(out.mut(), &info);
+    return out;
+}
+
 }  // namespace
 
 void appendError(bson_t* reply, const Status& s) {
@@ -269,6 +349,21 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
             return;
         }
     }
+    std::optional<bson::Doc> wcError;
+    if (!client.internal && takesWriteConcern(name)) {
+        wcError = unsatisfiableWriteConcern(args);
+        if (wcError && !isReplicaSet()) {
+            // A standalone refuses w > 1 before running the command.
+            bson_iter_t code;
+            if (bson::find(wcError->get(), "code", &code) &&
+                bson_iter_int32(&code) == static_cast<int>(ErrorCode::UnsatisfiableWriteConcern)) {
+                appendError(reply,
+                            Status(ErrorCode::BadValue, "cannot use 'w' > 1 with a standalone"));
+                return;
+            }
+            wcError.reset();
+        }
+    }
     const bool writesAuthz = !client.internal && writesAuthzDocuments(name, db, cmd);
     if (writesAuthz && bson_has_field(cmd, "autocommit") && name != "drop" &&
         name != "renameCollection" && name != "dropDatabase") {
@@ -310,6 +405,9 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
         bson_concat(reply, &body);
         bson_iter_t okIt;
         if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+        // The write happened; the write concern could not be satisfied.
+        if (wcError && !(deferral && deferral->requested))
+            BSON_APPEND_DOCUMENT(reply, "writeConcernError", wcError->get());
     } catch (const ErrorWithInfo& e) {
         bson_reinit(reply);
         appendError(reply, e.status());

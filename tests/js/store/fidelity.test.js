@@ -257,3 +257,55 @@ test('an _id document holding a $-prefixed field is refused (52) on insert, upse
   const docs = (await run({ find: name })).cursor.firstBatch;
   assert.equal(docs.length, 1, inspect(docs));
 });
+
+// ------------------------------------------------------------ write concern
+
+test('a write concern the one-member set cannot satisfy is a writeConcernError after the write, as mongod reports it', async () => {
+  const name = collName();
+  const r = await run({ insert: name, documents: [{ _id: 1 }], writeConcern: { w: 10 } });
+  assert.equal(r.ok, 1, inspect(r));
+  assert.equal(r.n, 1, 'the write happened');
+  assert.deepEqual(r.writeConcernError, {
+    code: 100,
+    codeName: 'UnsatisfiableWriteConcern',
+    errmsg: 'Not enough data-bearing nodes',
+    errInfo: { writeConcern: { w: 10, wtimeout: 0, provenance: 'clientSupplied' } },
+  });
+  const tag = await run({ update: name, updates: [{ q: { _id: 1 }, u: { $set: { a: 1 } } }], writeConcern: { w: 'foo', wtimeout: 100 } });
+  assert.equal(tag.ok, 1, inspect(tag));
+  assert.equal(tag.nModified, 1);
+  assert.deepEqual(tag.writeConcernError, {
+    code: 79,
+    codeName: 'UnknownReplWriteConcern',
+    errmsg: "No write concern mode named 'foo' found in replica set configuration",
+    errInfo: { writeConcern: { w: 'foo', wtimeout: 100, provenance: 'clientSupplied' } },
+  });
+  for (const w of [1, 'majority', 0]) {
+    const ok = await run({ insert: name, documents: [{}], writeConcern: { w } });
+    assert.equal(ok.writeConcernError, undefined, `w: ${w} is satisfiable`);
+  }
+  const created = await run({ create: `${name}_c`, writeConcern: { w: 2 } });
+  assert.equal(created.ok, 1);
+  assert.equal(created.writeConcernError?.code, 100, inspect(created));
+  // The driver raises it as a write concern error, with the document written.
+  const coll = client.db(DB).collection(name);
+  const err = await coll.insertOne({ _id: 2 }, { writeConcern: { w: 3 } }).then(() => null, (e) => e);
+  assert.ok(err, 'the driver must report the unsatisfiable write concern');
+  assert.equal(err.code, 100, inspect(err));
+  assert.equal(await coll.countDocuments({ _id: 2 }), 1);
+});
+
+test('a standalone refuses w > 1 before writing', async () => {
+  const standalone = await startStore();
+  const c = await RawConnection.connect(standalone.port);
+  try {
+    const r = await c.command({ insert: 'wc', documents: [{ _id: 1 }], writeConcern: { w: 2 }, $db: DB });
+    assertError(r, 2, 'BadValue', "cannot use 'w' > 1 with a standalone");
+    const found = await c.command({ find: 'wc', $db: DB });
+    assert.deepEqual(found.cursor.firstBatch, []);
+    assert.equal((await c.command({ insert: 'wc', documents: [{ _id: 1 }], writeConcern: { w: 'majority' }, $db: DB })).n, 1);
+  } finally {
+    c.destroy();
+    await standalone.cleanup();
+  }
+});
