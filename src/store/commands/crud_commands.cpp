@@ -253,6 +253,9 @@ void runGetMore(OperationContext& op, bson_t* reply) {
         op.store.cursors().checkin(std::move(cursor));
         throw DBException(same);
     }
+    // A snapshot read's cursor reads every batch at its cluster time (the
+    // dispatcher reports it as cursor.atClusterTime).
+    if (cursor->readAt) currentOperation().readAt = Timestamp::fromU64(*cursor->readAt);
     bool exhausted = false;
     bson_t cdoc;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 
 #include "store/exec/interrupt.h"
@@ -106,7 +107,25 @@ ReadScope::ReadScope(Store& store) {
     } else {
         pooled_.emplace(store.catalog().sessions());
         session_ = &**pooled_;
-        txn_.emplace(*session_);
+        const std::optional<Timestamp>& at = currentOperation().readAt;
+        if (!at) {
+            txn_.emplace(*session_);
+            return;
+        }
+        char cfg[64];
+        std::snprintf(cfg, sizeof cfg, "read_timestamp=%llx",
+                      static_cast<unsigned long long>(at->asU64()));
+        try {
+            txn_.emplace(*session_, cfg);
+        } catch (const DBException& e) {
+            if (e.code() == ErrorCode::WriteConflict) throw;
+            // The history at that time was discarded meanwhile (WiredTiger refuses
+            // a read timestamp older than its oldest).
+            uasserted(ErrorCode::SnapshotTooOld,
+                      fmt::format("Read timestamp Timestamp({}, {}) is older than the oldest "
+                                  "available timestamp.",
+                                  at->secs, at->inc));
+        }
     }
 }
 
@@ -223,6 +242,7 @@ std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string&
     c->stream = std::move(stream);
     c->lsid = sessionIdBytes(op.args);
     c->txnNumber = txnNumberOf(op.args);
+    if (const auto& at = currentOperation().readAt) c->readAt = at->asU64();
     if (op.access) {
         auto auth = std::make_shared<authz::CursorAuth>();
         if (op.client.user) auth->owner.emplace(op.client.user->user, op.client.user->db);

@@ -86,6 +86,10 @@ Timestamp Oplog::Unit::append(OplogEntry e) {
     }
     reserved_.push_back(ts);
     last_ = ts;
+    // The data written in this transaction becomes visible at its oplog time to
+    // readers at a timestamp (snapshot reads): the latest entry's time stamps
+    // the updates made so far and those after.
+    s_.setCommitTimestamp(ts.asU64());
     bson::Doc d = oplogEntryToBson(e, ts, wallNow());
     rs::insertWithRecordId(s_, *log_.coll_, static_cast<int64_t>(ts.asU64()), d.get());
     return ts;

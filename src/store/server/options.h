@@ -27,8 +27,11 @@ struct StoreOptions {
     int cursorTimeoutMillis = 10 * 60 * 1000;
     int threads = 0;               // 0: kDefaultThreads
     int ttlMonitorSleepSecs = 60;  // setParameter ttlMonitorSleepSecs, as mongod
-    net::TlsServerOptions tls;     // net.tls.* / --tls*
-    bool auth = false;             // --auth / security.authorization: enabled
+    // setParameter minSnapshotHistoryWindowInSeconds (mongod 7.0's default): how far
+    // back snapshot reads at a cluster time may go.
+    int minSnapshotHistoryWindowInSeconds = 300;
+    net::TlsServerOptions tls;  // net.tls.* / --tls*
+    bool auth = false;          // --auth / security.authorization: enabled
 };
 
 }  // namespace halo::store

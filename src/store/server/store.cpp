@@ -168,6 +168,18 @@ Status Store::start() {
     oplog_ = std::make_unique<Oplog>(*catalog_, clock_, opts_.oplogSizeMB * 1024 * 1024);
     s = oplog_->open();
     if (!s.isOK()) return s;
+    // History from before this start is gone: snapshot reads start here (every
+    // commit from now on has a later time).
+    {
+        auto now = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+        Timestamp start = std::max(oplog_->visibleUpTo(), Timestamp{now, 0},
+                                   [](Timestamp a, Timestamp b) { return a < b; });
+        clock_.advanceTo(start);
+        oldestReadable_ = start.asU64();
+    }
+    engine_->advanceTimestamps(oldestReadable_, oldestReadable_);
     sessions_ = std::make_unique<SessionCatalog>(*engine_, *catalog_, *oplog_);
     s = sessions_->open();
     if (!s.isOK()) return s;
@@ -198,6 +210,7 @@ Status Store::start() {
         void operator()(asio::error_code ec) const {
             if (ec || self->stopping_) return;
             self->cursors_->reapIdle();
+            self->advanceSnapshotHistory();
             self->oplog_->truncateIfNeeded();
             self->sessions_->reap(std::chrono::seconds(60), std::chrono::minutes(30));
             self->reaperTimer_->expires_after(std::chrono::seconds(1));
@@ -275,6 +288,21 @@ void Store::stop() {
     catalog_.reset();
     engine_.reset();
     log::info("control", 23138, "Shutting down with code 0", R"({"exitCode":0})");
+}
+
+void Store::advanceSnapshotHistory() {
+    // Keep minSnapshotHistoryWindowInSeconds of history behind the point every
+    // write below has committed (a pending write's commit time is above it).
+    Timestamp visible = oplog_->visibleUpTo();
+    if (visible.isNull()) return;
+    uint32_t window = static_cast<uint32_t>(std::max(0, opts_.minSnapshotHistoryWindowInSeconds));
+    Timestamp oldest = visible.secs > window ? Timestamp{visible.secs - window, 0} : Timestamp{};
+    if (oldest.asU64() <= oldestReadable_.load()) {
+        engine_->advanceTimestamps(visible.asU64(), 0);
+        return;
+    }
+    engine_->advanceTimestamps(visible.asU64(), oldest.asU64());
+    oldestReadable_ = oldest.asU64();
 }
 
 void Store::requestShutdown() {
@@ -618,20 +646,22 @@ struct CurrentOperationScope {
 
 }  // namespace
 
-void Store::waitForReadConcern(const bson::Fields& cmd) {
+std::optional<Timestamp> Store::waitForReadConcern(const OperationContext& op) {
+    const bson::Fields& cmd = op.args;
     bson_t rc;
-    if (!cmd.subDocument("readConcern", &rc)) return;
+    if (!cmd.subDocument("readConcern", &rc)) return std::nullopt;
     bson_iter_t it;
+    std::string_view level;
     if (bson::find(&rc, "level", &it)) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
             uasserted(ErrorCode::TypeMismatch, "readConcern.level must be a string");
-        std::string_view level = bson_iter_utf8(&it, nullptr);
+        level = bson_iter_utf8(&it, nullptr);
         if (level != "local" && level != "majority" && level != "snapshot" &&
             level != "available" && level != "linearizable")
             uasserted(ErrorCode::FailedToParse,
                       fmt::format("{} is not a valid read concern level", level));
     }
-    auto waitFor = [&](const char* field) -> std::optional<Timestamp> {
+    auto timeOf = [&](const char* field) -> std::optional<Timestamp> {
         if (!bson::find(&rc, field, &it)) return std::nullopt;
         if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
             uasserted(ErrorCode::TypeMismatch,
@@ -640,25 +670,86 @@ void Store::waitForReadConcern(const bson::Fields& cmd) {
         bson_iter_timestamp(&it, &t.secs, &t.inc);
         return t;
     };
-    if (auto at = waitFor("atClusterTime")) {
-        // Reads here always see the newest data: a time in the past cannot be honoured.
-        if (*at < oplog_->visibleUpTo())
+    std::optional<Timestamp> at = timeOf("atClusterTime");
+    std::optional<Timestamp> after = timeOf("afterClusterTime");
+    const bool snapshot = level == "snapshot";
+    const bool inTransaction = cmd.has("autocommit");
+    if (at && !snapshot)
+        uasserted(ErrorCode::InvalidOptions,
+                  "readConcern level snapshot is required when specifying atClusterTime");
+    if (snapshot && !inTransaction && op.name != "find" && op.name != "aggregate" &&
+        op.name != "distinct" && op.name != "getMore") {
+        // mongod 7.0 reads at a snapshot outside transactions only for these.
+        std::string shown = "{ readConcern: { level: \"snapshot\"";
+        if (at) shown += fmt::format(", atClusterTime: Timestamp({}, {})", at->secs, at->inc);
+        shown += " } }";
+        uasserted(ErrorCode::InvalidOptions,
+                  fmt::format("Command {} does not support {} :: caused by :: read concern not "
+                              "supported",
+                              op.name, shown));
+    }
+    if (at) {
+        Timestamp current = clock_.latest();
+        if (current < *at)
+            uasserted(ErrorCode::InvalidOptions,
+                      fmt::format("readConcern atClusterTime value must not be greater than the "
+                                  "current clusterTime. Requested clusterTime: Timestamp({}, {}); "
+                                  "current clusterTime: Timestamp({}, {})",
+                                  at->secs, at->inc, current.secs, current.inc));
+        if (at->asU64() < oldestReadable_.load())
             uasserted(ErrorCode::SnapshotTooOld,
-                      "atClusterTime is older than the newest snapshot this store can read at");
+                      fmt::format("Read timestamp Timestamp({}, {}) is older than the oldest "
+                                  "available timestamp.",
+                                  at->secs, at->inc));
     }
-    std::optional<Timestamp> after = waitFor("afterClusterTime");
-    if (!after) after = waitFor("atClusterTime");
-    if (!after) return;
-    // A single member: every write up to `after` is visible once no write with a
-    // smaller timestamp is still committing. A time beyond ours moves the clock.
-    if (clock_.latest() < *after) clock_.advanceTo(*after);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (oplog_->visibleUpTo() < *after) {
-        if (std::chrono::steady_clock::now() > deadline)
-            uasserted(ErrorCode::MaxTimeMSExpired,
-                      "timed out waiting for afterClusterTime to become visible");
-        std::this_thread::yield();
+    if (!after) after = at;
+    if (after) {
+        // A single member: every write up to `after` is visible once no write with a
+        // smaller timestamp is still committing. A time beyond ours moves the clock.
+        if (clock_.latest() < *after) clock_.advanceTo(*after);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (oplog_->visibleUpTo() < *after) {
+            if (std::chrono::steady_clock::now() > deadline)
+                uasserted(ErrorCode::MaxTimeMSExpired,
+                          "timed out waiting for afterClusterTime to become visible");
+            std::this_thread::yield();
+        }
     }
+    if (!snapshot || inTransaction || op.name == "getMore") return std::nullopt;
+    if (at) return at;
+    // No time given: the newest time at which every write has committed (at or
+    // after afterClusterTime, which was waited for above).
+    Timestamp t = oplog_->visibleUpTo();
+    if (t.asU64() < oldestReadable_.load()) t = Timestamp::fromU64(oldestReadable_.load());
+    return t;
+}
+
+/// Adds a snapshot read's cluster time to its reply, where mongod puts it:
+/// cursor.atClusterTime for find, aggregate and getMore, atClusterTime for distinct.
+void appendAtClusterTime(bson_t* body, Timestamp at) {
+    bson_t cursor;
+    if (!bson::subDocument(body, "cursor", &cursor)) {
+        bson_iter_t values;
+        if (bson::find(body, "values", &values)) appendTimestamp(body, "atClusterTime", at);
+        return;
+    }
+    bson::Doc rebuilt;
+    bson_iter_t it;
+    bson_iter_init(&it, body);
+    while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (key != "cursor") {
+            bson::appendIter(rebuilt.mut(), key, it);
+            continue;
+        }
+        bson_t c;
+        BSON_APPEND_DOCUMENT_BEGIN(rebuilt.mut(), "cursor", &c);
+        bson_concat(&c, &cursor);
+        appendTimestamp(&c, "atClusterTime", at);
+        bson_append_document_end(rebuilt.mut(), &c);
+    }
+    bson_reinit(body);
+    bson_concat(body, rebuilt.get());
 }
 
 namespace {
@@ -706,7 +797,18 @@ void runOutsideTransaction(OperationContext& op, const CommandSpec& spec, bson_t
 }  // namespace
 
 void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
-    if (isReplicaSet()) waitForReadConcern(op.args);
+    // A snapshot read outside a transaction reads at one cluster time, which the
+    // reply reports; its cursor's getMores read at the same time.
+    struct ReadAtScope {
+        ~ReadAtScope() { currentOperation().readAt.reset(); }
+    } readAtScope;
+    if (isReplicaSet()) currentOperation().readAt = waitForReadConcern(op);
+    runInSession(op, spec, body);
+    // (a getMore sets readAt from its cursor)
+    if (const auto& at = currentOperation().readAt) appendAtClusterTime(body, *at);
+}
+
+void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
     bson_t lsidDoc;
     if (!op.args.subDocument("lsid", &lsidDoc)) {
         if (op.args.has("txnNumber"))

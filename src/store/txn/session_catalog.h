@@ -125,6 +125,9 @@ struct CurrentOperation {
     // A statement of a write command failed inside the transaction: the reply
     // reports it in writeErrors (ok: 1) and the transaction aborts afterwards.
     bool abortTransactionAfterCommand = false;
+    // A snapshot read outside a transaction (readConcern level snapshot): every
+    // storage read of the command, and of its cursor's getMores, is at this time.
+    std::optional<Timestamp> readAt;
 };
 CurrentOperation& currentOperation();
 

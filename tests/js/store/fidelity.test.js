@@ -8,7 +8,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { inspect } = require('node:util');
-const { MongoClient, UUID, Long } = require('mongodb');
+const { MongoClient, UUID, Long, Timestamp } = require('mongodb');
 const { startStore } = require('../lib/server');
 const { RawConnection } = require('../lib/wire');
 
@@ -308,4 +308,91 @@ test('a standalone refuses w > 1 before writing', async () => {
     c.destroy();
     await standalone.cleanup();
   }
+});
+
+// ------------------------------------------------------------ snapshot reads
+
+test('readConcern snapshot outside a transaction reads at one cluster time, reported as atClusterTime, also across getMore', async () => {
+  const name = collName();
+  const docs = Array.from({ length: 6 }, (_, i) => ({ _id: i, v: 0 }));
+  assert.equal((await run({ insert: name, documents: docs })).n, 6);
+  const first = await run({ find: name, sort: { _id: 1 }, batchSize: 2, readConcern: { level: 'snapshot' } });
+  assert.equal(first.ok, 1, inspect(first));
+  const at = first.cursor.atClusterTime;
+  assert.ok(at, `cursor.atClusterTime is reported: ${inspect(first.cursor)}`);
+  assert.deepEqual(first.cursor.firstBatch.map((d) => d.v), [0, 0]);
+  // Writes after the read's time: none of them may show in its later batches.
+  assert.equal((await run({ update: name, updates: [{ q: {}, u: { $set: { v: 1 } }, multi: true }] })).nModified, 6);
+  assert.equal((await run({ insert: name, documents: [{ _id: 100, v: 1 }] })).n, 1);
+  assert.equal((await run({ delete: name, deletes: [{ q: { _id: 5 }, limit: 1 }] })).n, 1);
+  const rest = [];
+  let id = first.cursor.id;
+  while (id && id.toString() !== '0') {
+    const more = await run({ getMore: id, collection: name, batchSize: 2 });
+    assert.equal(more.ok, 1, inspect(more));
+    assert.deepEqual(more.cursor.atClusterTime, at, 'getMore reports the same time');
+    rest.push(...more.cursor.nextBatch);
+    id = more.cursor.id;
+  }
+  assert.deepEqual(rest, [{ _id: 2, v: 0 }, { _id: 3, v: 0 }, { _id: 4, v: 0 }, { _id: 5, v: 0 }]);
+
+  // The same time given explicitly: find, aggregate and distinct read the old state.
+  const rc = { level: 'snapshot', atClusterTime: at };
+  const again = await run({ find: name, sort: { _id: 1 }, readConcern: rc });
+  assert.deepEqual(again.cursor.firstBatch, docs);
+  assert.deepEqual(again.cursor.atClusterTime, at);
+  const agg = await run({ aggregate: name, pipeline: [{ $group: { _id: '$v', n: { $sum: 1 } } }], cursor: {}, readConcern: rc });
+  assert.deepEqual(agg.cursor.firstBatch, [{ _id: 0, n: 6 }], inspect(agg));
+  assert.deepEqual(agg.cursor.atClusterTime, at);
+  const dist = await run({ distinct: name, key: 'v', readConcern: rc });
+  assert.deepEqual(dist.values, [0], inspect(dist));
+  assert.deepEqual(dist.atClusterTime, at);
+  // Without readConcern snapshot the present state, and no atClusterTime.
+  const now = await run({ distinct: name, key: 'v' });
+  assert.deepEqual(now.values, [1]);
+  assert.equal(now.atClusterTime, undefined);
+});
+
+test('snapshot read errors as mongod: a future or discarded atClusterTime, and commands that cannot read at a snapshot', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1 }] })).n, 1);
+  const probe = await run({ find: name, readConcern: { level: 'snapshot' } });
+  const at = probe.cursor.atClusterTime;
+  const future = new Timestamp({ t: at.high + 3600, i: 1 });
+  const f = await run({ find: name, readConcern: { level: 'snapshot', atClusterTime: future } });
+  assertError(f, 72, 'InvalidOptions');
+  assert.match(f.errmsg, new RegExp(`^readConcern atClusterTime value must not be greater than the current clusterTime\\. Requested clusterTime: Timestamp\\(${at.high + 3600}, 1\\); current clusterTime: Timestamp\\(`));
+  const old = await run({ find: name, readConcern: { level: 'snapshot', atClusterTime: new Timestamp({ t: 1000, i: 1 }) } });
+  assertError(old, 239, 'SnapshotTooOld', 'Read timestamp Timestamp(1000, 1) is older than the oldest available timestamp.');
+  for (const cmd of [
+    { insert: name, documents: [{ _id: 2 }] },
+    { update: name, updates: [{ q: {}, u: { $set: { a: 1 } } }] },
+    { delete: name, deletes: [{ q: {}, limit: 1 }] },
+    { count: name },
+  ]) {
+    const r = await run({ ...cmd, readConcern: { level: 'snapshot' } });
+    const cmdName = Object.keys(cmd)[0];
+    assertError(r, 72, 'InvalidOptions',
+      `Command ${cmdName} does not support { readConcern: { level: "snapshot" } } :: caused by :: read concern not supported`);
+  }
+  assert.deepEqual((await run({ find: name })).cursor.firstBatch, [{ _id: 1 }], 'nothing was written');
+  assertError(await run({ find: name, readConcern: { level: 'local', atClusterTime: at } }), 72, 'InvalidOptions');
+});
+
+test('a driver snapshot session sees one point in time for all its reads', async () => {
+  const name = collName();
+  const coll = client.db(DB).collection(name);
+  await coll.insertMany([{ _id: 1, v: 'a' }, { _id: 2, v: 'b' }]);
+  const session = client.startSession({ snapshot: true });
+  try {
+    assert.deepEqual(await coll.find({}, { session }).sort({ _id: 1 }).toArray(), [{ _id: 1, v: 'a' }, { _id: 2, v: 'b' }]);
+    await coll.insertOne({ _id: 3, v: 'c' });
+    await coll.updateOne({ _id: 1 }, { $set: { v: 'z' } });
+    assert.deepEqual(await coll.find({}, { session }).sort({ _id: 1 }).toArray(), [{ _id: 1, v: 'a' }, { _id: 2, v: 'b' }]);
+    assert.deepEqual((await coll.distinct('v', {}, { session })).sort(), ['a', 'b']);
+    assert.deepEqual(await coll.aggregate([{ $count: 'n' }], { session }).toArray(), [{ n: 2 }]);
+  } finally {
+    await session.endSession();
+  }
+  assert.equal(await coll.countDocuments(), 3);
 });
