@@ -396,3 +396,30 @@ test('a driver snapshot session sees one point in time for all its reads', async
   }
   assert.equal(await coll.countDocuments(), 3);
 });
+
+// ------------------------------------------------------------ expressions on literal field names
+
+test('$getField, $setField and $unsetField take field names literally (dots, $); every error carries its codeName', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1, 'a.b': 1, a: { b: 2 } }] })).n, 1);
+  const got = await run({
+    aggregate: name,
+    pipeline: [{ $project: { _id: 0, dotted: { $getField: 'a.b' }, path: '$a.b' } }],
+    cursor: {},
+  });
+  assert.deepEqual(got.cursor.firstBatch, [{ dotted: 1, path: 2 }], inspect(got));
+  const upd = await run({
+    update: name,
+    updates: [{ q: { _id: 1 }, u: [{ $replaceWith: { $setField: { field: { $literal: '$x' }, value: 7, input: '$$ROOT' } } }] }],
+  });
+  assert.equal(upd.nModified, 1, inspect(upd));
+  const unset = await run({
+    update: name,
+    updates: [{ q: { _id: 1 }, u: [{ $replaceWith: { $unsetField: { field: 'a.b', input: '$$ROOT' } } }] }],
+  });
+  assert.equal(unset.nModified, 1, inspect(unset));
+  assert.deepEqual((await run({ find: name })).cursor.firstBatch, [{ _id: 1, a: { b: 2 }, $x: 7 }]);
+  // A code without a name of its own is "Location<code>", as mongod names it.
+  const bad = await run({ aggregate: name, pipeline: [{ $project: { v: { $getField: { field: 'k', bad: 1 } } } }], cursor: {} });
+  assertError(bad, 3041701, 'Location3041701');
+});
