@@ -81,7 +81,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           fmt::format("Collection {} already exists. NS: {}", ns, ns));
             uassertStatusOK(sw.getStatus());
         }
-        noteCreatedInTransaction(*sw.getValue());
+        noteCreatedInTransaction(op.store.catalog(), *sw.getValue());
         logCreate(op.store, *sw.getValue());
     }});
 
@@ -304,7 +304,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         }
         auto coll = op.store.catalog().getOrCreate(ns);
         if (created) {
-            noteCreatedInTransaction(*coll);
+            noteCreatedInTransaction(op.store.catalog(), *coll);
             logCreate(op.store, *coll);
         }
         int before = static_cast<int>(coll->indexes.size());

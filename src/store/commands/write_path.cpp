@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -147,16 +148,31 @@ void ensureCollection(Store& store, const std::string& ns) {
         std::shared_lock lk(catalog.ddlLock());
         if (catalog.lookup(ns)) return;
     }
-    std::unique_lock lk(catalog.ddlLock());
-    if (catalog.lookup(ns)) return;
-    auto coll = catalog.getOrCreate(ns);
-    noteCreatedInTransaction(*coll);
-    logCreate(store, *coll);
+    // Another transaction's uncommitted create of `ns` (WriteConflict): wait
+    // for it to commit or abort, as mongod's implicit create waits.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (int attempt = 0;; ++attempt) {
+        try {
+            std::unique_lock lk(catalog.ddlLock());
+            if (catalog.lookup(ns)) return;
+            auto coll = catalog.getOrCreate(ns);
+            noteCreatedInTransaction(catalog, *coll);
+            logCreate(store, *coll);
+            return;
+        } catch (const DBException& e) {
+            if (e.code() != ErrorCode::WriteConflict || currentOperation().txn ||
+                std::chrono::steady_clock::now() > deadline)
+                throw;
+        }
+        checkForInterrupt();
+        writeConflictBackoff(attempt);
+    }
 }
 
-void noteCreatedInTransaction(const CollectionEntry& c) {
+void noteCreatedInTransaction(Catalog& catalog, const CollectionEntry& c) {
     SessionState* txn = currentOperation().txn;
     if (!txn) return;
+    catalog.markPendingCreate(c.ns, txn);
     std::array<uint8_t, 16> uuid;
     std::memcpy(uuid.data(), c.uuid, uuid.size());
     txn->createdInTxn.emplace_back(c.ns, uuid);

@@ -27,10 +27,11 @@ class CollectionLock {
 void ensureCollection(Store& store, const std::string& ns);
 
 /// Inside a multi-document transaction, records that it created `c` (by
-/// create, createIndexes or a first write, as mongod 4.4+ allows): the
+/// create, createIndexes or a first write, as mongod 4.4+ allows): other
+/// clients do not see it until the transaction commits (theirs wait), the
 /// create's oplog entry commits with the transaction, and an abort drops the
 /// collection again. No-op outside a transaction.
-void noteCreatedInTransaction(const CollectionEntry& c);
+void noteCreatedInTransaction(Catalog& catalog, const CollectionEntry& c);
 /// Whether the open transaction created `ns` itself.
 bool createdInThisTransaction(const CollectionEntry& c);
 

@@ -641,7 +641,10 @@ bool allowedInTransaction(std::string_view name) {
 
 /// Resets the thread's current-operation context when the command ends.
 struct CurrentOperationScope {
-    ~CurrentOperationScope() { currentOperation() = CurrentOperation{}; }
+    ~CurrentOperationScope() {
+        currentOperation() = CurrentOperation{};
+        Catalog::transactionToken() = nullptr;
+    }
 };
 
 }  // namespace
@@ -885,6 +888,7 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
                 : fmt::format("Transaction {} is not in progress", txnNumber));
     }
     cur.txn = st.get();
+    Catalog::transactionToken() = st.get();  // its uncommitted collections are visible to it
     try {
         spec.run(op, body);
     } catch (...) {

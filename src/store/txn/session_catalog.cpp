@@ -157,6 +157,7 @@ void SessionCatalog::commit(SessionState& st) {
     }
     st.wtSession.reset();
     st.txnOps.clear();
+    for (const auto& created : st.createdInTxn) catalog_.clearPendingCreate(created.first);
     st.createdInTxn.clear();
     st.txn = SessionState::Txn::Committed;
 }
@@ -177,7 +178,7 @@ void SessionCatalog::undoCreatedCollections(SessionState& st) {
     if (created.empty()) return;
     std::unique_lock lk(catalog_.ddlLock());
     for (const auto& [ns, uuid] : created) {
-        auto e = catalog_.lookup(ns);
+        auto e = catalog_.lookupIncludingPending(ns);
         if (!e || std::memcmp(e->uuid, uuid.data(), uuid.size()) != 0) continue;  // gone already
         bool empty = true;
         try {
@@ -197,7 +198,9 @@ void SessionCatalog::undoCreatedCollections(SessionState& st) {
                                          log::quote(dropped.reason())));
             continue;
         }
-        // Another client wrote to it: it stays, so its creation is replicated now.
+        // Written to meanwhile (it cannot be by other clients while hidden): it
+        // stays, visible, and its creation is replicated now.
+        catalog_.clearPendingCreate(ns);
         try {
             PooledSession s(catalog_.sessions());
             Txn txn(*s);
