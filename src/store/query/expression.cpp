@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <random>
 
 #include "bson/compare.h"
 #include "store/query/expression_internal.h"
@@ -340,6 +341,15 @@ class TrimNode : public Expression {
             cs = std::string(c.str());
         }
         return Value::fromString(trimString(in.str(), cs, left, right));
+    }
+};
+
+/// $rand (mongod 4.4.2+): a double in [0, 1), drawn anew for every evaluation.
+class RandNode : public Expression {
+  public:
+    Value eval(EvalContext&) const override {
+        thread_local std::mt19937_64 gen{std::random_device{}()};
+        return Value::fromDouble(std::uniform_real_distribution<double>(0.0, 1.0)(gen));
     }
 };
 
@@ -1110,6 +1120,11 @@ struct Parser {
         if (name == "$dateToString") return parseDateToString(v);
         if (name == "$trim" || name == "$ltrim" || name == "$rtrim") return parseTrim(name, v);
         if (name == "$getField") return parseGetField(v);
+        if (name == "$rand") {
+            if (v.value_type != BSON_TYPE_DOCUMENT || v.value.v_doc.data_len > 5)
+                fail(3040501, "$rand does not currently accept arguments");
+            return std::make_unique<RandNode>();
+        }
         if (name == "$setField" || name == "$unsetField") return parseSetField(name, v);
         const ScalarOp* op = findCoreOp(name);
         if (!op) op = findScalarOp(name);

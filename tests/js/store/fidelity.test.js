@@ -81,9 +81,34 @@ test('collections created inside a transaction (create, createIndexes, a first w
 
     t = rawTxn();
     assert.equal((await t(cmd(name))).ok, 1);
+    assert.equal(await listed(name), false, `${way}: other clients do not see it before the commit`);
+    assert.deepEqual((await run({ find: name })).cursor.firstBatch, [], `${way}: nor read from it`);
+    assert.equal((await t({ find: name })).ok, 1, `${way}: the transaction itself uses it`);
     assert.equal((await t.commit()).ok, 1);
     assert.equal(await listed(name), true, `${way}: the committed transaction's collection exists`);
     assert.equal(await oplogCreates(name), 1, `${way}: its create entry committed with the transaction`);
+  }
+
+  // A plain insert into a collection another transaction is creating waits for
+  // that transaction, then writes into the committed collection.
+  {
+    const name = collName();
+    const t = rawTxn();
+    assert.equal((await t({ insert: name, documents: [{ _id: 'txn' }] })).ok, 1);
+    const other = await RawConnection.connect(server.port);
+    try {
+      let settled = false;
+      const waiting = other.command({ insert: name, documents: [{ _id: 'plain' }], $db: DB });
+      waiting.finally(() => { settled = true; }).catch(() => {});
+      for (let i = 0; i < 3; i++) assert.equal((await run({ ping: 1 })).ok, 1);
+      assert.equal(settled, false, 'the insert waits for the transaction');
+      assert.equal((await t.commit()).ok, 1);
+      assert.equal((await waiting).n, 1);
+    } finally {
+      other.destroy();
+    }
+    const ids = (await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch.map((d) => d._id);
+    assert.deepEqual(ids, ['plain', 'txn']);
   }
 
   // createIndexes on a collection the transaction created and wrote to: the build
@@ -422,4 +447,25 @@ test('$getField, $setField and $unsetField take field names literally (dots, $);
   // A code without a name of its own is "Location<code>", as mongod names it.
   const bad = await run({ aggregate: name, pipeline: [{ $project: { v: { $getField: { field: 'k', bad: 1 } } } }], cursor: {} });
   assertError(bad, 3041701, 'Location3041701');
+});
+
+// ------------------------------------------------------------ command-level let
+
+test('a command\'s let binds $$variables in the filters of find, update, delete and findAndModify', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1, x: 'a' }, { _id: 2, x: 'b' }, { _id: 3, x: 'c' }] })).n, 3);
+  const let_ = { want: 'b' };
+  const found = await run({ find: name, filter: { $expr: { $eq: ['$x', '$$want'] } }, let: let_ });
+  assert.deepEqual(found.cursor.firstBatch, [{ _id: 2, x: 'b' }], inspect(found));
+  const upd = await run({ update: name, updates: [{ q: { $expr: { $eq: ['$x', '$$want'] } }, u: { $set: { hit: true } } }], let: let_ });
+  assert.equal(upd.nModified, 1, inspect(upd));
+  const piped = await run({ update: name, updates: [{ q: { _id: 1 }, u: [{ $set: { y: '$$val' } }] }], let: { val: 42 } });
+  assert.equal(piped.nModified, 1, inspect(piped));
+  assert.deepEqual((await run({ find: name, filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1, x: 'a', y: 42 }]);
+  const fam = await run({ findAndModify: name, query: { $expr: { $eq: ['$_id', '$$id'] } }, update: { $set: { fam: 1 } }, new: true, let: { id: 3 } });
+  assert.deepEqual(fam.value, { _id: 3, x: 'c', fam: 1 }, inspect(fam));
+  const del = await run({ delete: name, deletes: [{ q: { $expr: { $lt: ['$_id', '$$lim'] } }, limit: 0 }], let: { lim: 2 } });
+  assert.equal(del.n, 1, inspect(del));
+  const left = (await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch;
+  assert.deepEqual(left, [{ _id: 2, x: 'b', hit: true }, { _id: 3, x: 'c', fam: 1 }]);
 });

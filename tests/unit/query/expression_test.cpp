@@ -98,6 +98,22 @@ TEST(ExpressionTest, GetSetUnsetFieldTakeFieldNamesLiterally) {
     EXPECT_EQ(static_cast<int>(code(R"({"$getField": {"field": "k", "bad": 1}})")), 3041701);
 }
 
+TEST(ExpressionTest, RandIsAFreshDoubleInUnitInterval) {
+    double first = -1;
+    bool varied = false;
+    for (int i = 0; i < 50; ++i) {
+        Value v = evalJson(R"({"$rand": {}})", "{}");
+        ASSERT_EQ(v.type(), BSON_TYPE_DOUBLE);
+        double d = v.get().value.v_double;
+        EXPECT_GE(d, 0.0);
+        EXPECT_LT(d, 1.0);
+        if (first >= 0 && d != first) varied = true;
+        if (first < 0) first = d;
+    }
+    EXPECT_TRUE(varied);
+    EXPECT_THROW(evalJson(R"({"$rand": {"a": 1}})", "{}"), DBException);
+}
+
 TEST(ExpressionTest, Arithmetic) {
     runTable({
         {R"({"$add": [1, 2]})", kDoc, "3"},
