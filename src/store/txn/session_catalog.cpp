@@ -191,6 +191,7 @@ void SessionCatalog::undoCreatedCollections(SessionState& st) {
         }
         if (empty) {
             Status dropped = catalog_.dropCollection(ns);
+            if (!dropped.isOK()) catalog_.clearPendingCreate(ns);  // not hidden forever
             if (!dropped.isOK())
                 log::warning("txn", 9140001,
                              "Could not drop a collection an aborted transaction created",
