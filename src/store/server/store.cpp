@@ -677,9 +677,21 @@ std::optional<Timestamp> Store::waitForReadConcern(const OperationContext& op) {
     std::optional<Timestamp> after = timeOf("afterClusterTime");
     const bool snapshot = level == "snapshot";
     const bool inTransaction = cmd.has("autocommit");
+    // mongod's ReadConcernArgs checks.
+    if (after && at)
+        uasserted(ErrorCode::InvalidOptions,
+                  "Can not specify both afterClusterTime and atClusterTime");
+    if (after && (level == "available" || level == "linearizable"))
+        uasserted(ErrorCode::InvalidOptions,
+                  "afterClusterTime field can be set only if level is equal to majority, local, or "
+                  "snapshot");
     if (at && !snapshot)
         uasserted(ErrorCode::InvalidOptions,
-                  "readConcern level snapshot is required when specifying atClusterTime");
+                  "atClusterTime field can be set only if level is equal to snapshot");
+    if (after && after->isNull())
+        uasserted(ErrorCode::InvalidOptions, "afterClusterTime cannot be a null timestamp");
+    if (at && at->isNull())
+        uasserted(ErrorCode::InvalidOptions, "atClusterTime cannot be a null timestamp");
     if (snapshot && !inTransaction && op.name != "find" && op.name != "aggregate" &&
         op.name != "distinct" && op.name != "getMore") {
         // mongod 7.0 reads at a snapshot outside transactions only for these.

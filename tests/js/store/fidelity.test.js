@@ -401,7 +401,10 @@ test('snapshot read errors as mongod: a future or discarded atClusterTime, and c
       `Command ${cmdName} does not support { readConcern: { level: "snapshot" } } :: caused by :: read concern not supported`);
   }
   assert.deepEqual((await run({ find: name })).cursor.firstBatch, [{ _id: 1 }], 'nothing was written');
-  assertError(await run({ find: name, readConcern: { level: 'local', atClusterTime: at } }), 72, 'InvalidOptions');
+  assertError(await run({ find: name, readConcern: { level: 'local', atClusterTime: at } }), 72, 'InvalidOptions',
+    'atClusterTime field can be set only if level is equal to snapshot');
+  assertError(await run({ find: name, readConcern: { level: 'snapshot', atClusterTime: at, afterClusterTime: at } }), 72,
+    'InvalidOptions', 'Can not specify both afterClusterTime and atClusterTime');
 });
 
 test('a driver snapshot session sees one point in time for all its reads', async () => {
