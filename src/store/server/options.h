@@ -23,15 +23,15 @@ struct StoreOptions {
     std::string logPath;  // empty: stdout
     bool verbose = false;
     std::string replSet;  // empty: standalone
+    // setParameter minSnapshotHistoryWindowInSeconds (mongod 7.0's default): how far
+    // back snapshot reads at a cluster time may go.
+    int minSnapshotHistoryWindowInSeconds = 300;
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
     int threads = 0;               // 0: kDefaultThreads
     int ttlMonitorSleepSecs = 60;  // setParameter ttlMonitorSleepSecs, as mongod
-    // setParameter minSnapshotHistoryWindowInSeconds (mongod 7.0's default): how far
-    // back snapshot reads at a cluster time may go.
-    int minSnapshotHistoryWindowInSeconds = 300;
-    net::TlsServerOptions tls;  // net.tls.* / --tls*
-    bool auth = false;          // --auth / security.authorization: enabled
+    net::TlsServerOptions tls;     // net.tls.* / --tls*
+    bool auth = false;             // --auth / security.authorization: enabled
 };
 
 }  // namespace halo::store
