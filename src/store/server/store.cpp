@@ -295,7 +295,17 @@ void Store::advanceSnapshotHistory() {
     // write below has committed (a pending write's commit time is above it).
     Timestamp visible = oplog_->visibleUpTo();
     if (visible.isNull()) return;
-    uint32_t window = static_cast<uint32_t>(std::max(0, opts_.minSnapshotHistoryWindowInSeconds));
+    // History costs cache (WiredTiger keeps every version newer than the oldest
+    // timestamp): without snapshot reads in the last window only a few seconds
+    // are kept, enough for a snapshot read that starts now.
+    constexpr int kIdleWindowSecs = 5;
+    int configured = std::max(0, opts_.minSnapshotHistoryWindowInSeconds);
+    int64_t nowSecs = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    bool recent = nowSecs - lastSnapshotReadSecs_.load() <= configured;
+    uint32_t window =
+        static_cast<uint32_t>(recent ? configured : std::min(configured, kIdleWindowSecs));
     Timestamp oldest = visible.secs > window ? Timestamp{visible.secs - window, 0} : Timestamp{};
     if (oldest.asU64() <= oldestReadable_.load()) {
         engine_->advanceTimestamps(visible.asU64(), 0);
@@ -731,6 +741,9 @@ std::optional<Timestamp> Store::waitForReadConcern(const OperationContext& op) {
         }
     }
     if (!snapshot || inTransaction || op.name == "getMore") return std::nullopt;
+    lastSnapshotReadSecs_ = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
     if (at) return at;
     // No time given: the newest time at which every write has committed (at or
     // after afterClusterTime, which was waited for above).

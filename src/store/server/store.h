@@ -160,6 +160,9 @@ class Store {
     // The oldest cluster time snapshot reads may ask for (history kept in
     // WiredTiger since then; the start-up time after a restart).
     std::atomic<uint64_t> oldestReadable_{0};
+    // When a snapshot read last asked for a time (seconds since the epoch): the
+    // full history window is kept only while snapshot reads happen.
+    std::atomic<int64_t> lastSnapshotReadSecs_{0};
     void advanceSnapshotHistory();
     std::unique_ptr<Oplog> oplog_;
     std::unique_ptr<SessionCatalog> sessions_;
