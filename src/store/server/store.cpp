@@ -894,7 +894,18 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
             uasserted(
                 ErrorCode::ConflictingOperationInProgress,
                 fmt::format("Transaction {} has already been started on this session.", txnNumber));
-        sessions_->begin(*st, txnNumber);
+        // readConcern {level: "snapshot", atClusterTime}: the transaction reads at it
+        // (checked and waited for by waitForReadConcern).
+        uint64_t readAt = 0;
+        bson_t rc;
+        bson_iter_t at;
+        if (op.args.subDocument("readConcern", &rc) && bson::find(&rc, "atClusterTime", &at) &&
+            BSON_ITER_HOLDS_TIMESTAMP(&at)) {
+            Timestamp t;
+            bson_iter_timestamp(&at, &t.secs, &t.inc);
+            readAt = t.asU64();
+        }
+        sessions_->begin(*st, txnNumber, readAt);
     } else if (st->txnNumber != txnNumber &&
                !(op.name == "commitTransaction" && sessions_->committedBefore(*st, txnNumber))) {
         uasserted(ErrorCode::NoSuchTransaction,

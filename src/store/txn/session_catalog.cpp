@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
@@ -108,10 +109,26 @@ void SessionCatalog::end(const bson_t* lsid) {
     if (st->txn == SessionState::Txn::InProgress) abort(*st);
 }
 
-void SessionCatalog::begin(SessionState& st, int64_t txnNumber) {
+void SessionCatalog::begin(SessionState& st, int64_t txnNumber, uint64_t readAt) {
     if (st.txn == SessionState::Txn::InProgress) abort(st);
     st.wtSession = engine_.newSession();
-    st.wtSession->begin();
+    if (readAt != 0) {
+        char cfg[64];
+        std::snprintf(cfg, sizeof cfg, "read_timestamp=%llx",
+                      static_cast<unsigned long long>(readAt));
+        try {
+            st.wtSession->begin(cfg);
+        } catch (const DBException&) {
+            st.wtSession.reset();
+            Timestamp t = Timestamp::fromU64(readAt);
+            uasserted(ErrorCode::SnapshotTooOld,
+                      fmt::format("Read timestamp Timestamp({}, {}) is older than the oldest "
+                                  "available timestamp.",
+                                  t.secs, t.inc));
+        }
+    } else {
+        st.wtSession->begin();
+    }
     st.txnOps.clear();
     st.txnNumber = txnNumber;
     st.txn = SessionState::Txn::InProgress;

@@ -70,7 +70,9 @@ class SessionCatalog {
     void end(const bson_t* lsid);
 
     // Transactions (the caller holds state.mu).
-    void begin(SessionState& st, int64_t txnNumber);
+    /// `readAt` (a cluster time as u64, 0 for none): the transaction reads at
+    /// that time (readConcern snapshot with atClusterTime) instead of the newest data.
+    void begin(SessionState& st, int64_t txnNumber, uint64_t readAt = 0);
     /// Commits, recording the outcome durably in the same storage transaction.
     void commit(SessionState& st);
     void abort(SessionState& st);

@@ -472,3 +472,18 @@ test('a command\'s let binds $$variables in the filters of find, update, delete 
   const left = (await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch;
   assert.deepEqual(left, [{ _id: 2, x: 'b', hit: true }, { _id: 3, x: 'c', fam: 1 }]);
 });
+
+test('a transaction started with readConcern snapshot and atClusterTime reads at that time', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1, v: 'old' }] })).n, 1);
+  const probe = await run({ find: name, readConcern: { level: 'snapshot' } });
+  const at = probe.cursor.atClusterTime;
+  assert.equal((await run({ update: name, updates: [{ q: { _id: 1 }, u: { $set: { v: 'new' } } }] })).nModified, 1);
+  const lsid = { id: new UUID() };
+  const txn = { lsid, txnNumber: Long.fromNumber(1), autocommit: false };
+  const r = await run({ find: name, readConcern: { level: 'snapshot', atClusterTime: at }, startTransaction: true, ...txn });
+  assert.equal(r.ok, 1, inspect(r));
+  assert.deepEqual(r.cursor.firstBatch, [{ _id: 1, v: 'old' }]);
+  assert.deepEqual((await run({ find: name, ...txn })).cursor.firstBatch, [{ _id: 1, v: 'old' }], 'every statement reads at it');
+  assert.equal((await run({ abortTransaction: 1, ...txn }, 'admin')).ok, 1);
+});
