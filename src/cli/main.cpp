@@ -37,7 +37,22 @@ std::string setParameter(halo::store::StoreOptions& o, const std::string& name,
         return "setParameter ttlMonitorSleepSecs: expected a whole number of seconds >= 1, got '" +
                value + "'";
     }
-    return "Unknown --setParameter '" + name + "' (this store knows ttlMonitorSleepSecs)";
+    if (name == "minSnapshotHistoryWindowInSeconds") {
+        try {
+            size_t used = 0;
+            int v = std::stoi(value, &used);
+            if (used == value.size() && v >= 0) {
+                o.minSnapshotHistoryWindowInSeconds = v;
+                return "";
+            }
+        } catch (const std::exception&) {
+        }
+        return "setParameter minSnapshotHistoryWindowInSeconds: expected a whole number of "
+               "seconds >= 0, got '" +
+               value + "'";
+    }
+    return "Unknown --setParameter '" + name +
+           "' (this store knows ttlMonitorSleepSecs, minSnapshotHistoryWindowInSeconds)";
 }
 
 /// Applies a mongod-style YAML config (storage.dbPath, net.port, net.bindIp,

@@ -1,5 +1,9 @@
 #include "common/error_codes.h"
 
+#include <map>
+#include <mutex>
+#include <string>
+
 namespace halo {
 
 std::string_view codeName(ErrorCode code) {
@@ -10,7 +14,14 @@ std::string_view codeName(ErrorCode code) {
         HALO_ERROR_CODES(HALO_X)
 #undef HALO_X
     }
-    return "UnknownError";
+    // A code without a name of its own: mongod calls it "Location<N>". The
+    // names live as long as the process, so the views stay valid.
+    static std::mutex mu;
+    static std::map<int, std::string> names;
+    std::lock_guard lk(mu);
+    auto [it, inserted] = names.try_emplace(static_cast<int>(code));
+    if (inserted) it->second = "Location" + std::to_string(static_cast<int>(code));
+    return it->second;
 }
 
 }  // namespace halo

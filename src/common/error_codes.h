@@ -203,6 +203,10 @@ namespace halo {
     X(CannotCreateIndex, 67)                         \
     X(IndexAlreadyExists, 68)                        \
     X(InvalidOptions, 72)                            \
+    X(UnknownReplWriteConcern, 79)                   \
+    X(UnsatisfiableWriteConcern, 100)                \
+    X(InvalidDBRef, 55)                              \
+    X(NotImplemented, 238)                           \
     X(InvalidNamespace, 73)                          \
     X(IndexOptionsConflict, 85)                      \
     X(IndexKeySpecsConflict, 86)                     \

@@ -24,9 +24,9 @@ echo "== conformance (unified test format): CRUD on a standalone store =="
 # shellcheck disable=SC2086
 node conformance/runner.js ${CONFORMANCE_ARGS:-} crud/ | tee "$conf_out"
 conformance_status=${PIPESTATUS[0]}
-echo "== conformance: change streams on a single-member replica set =="
+echo "== conformance: change streams, transactions, sessions, retryable writes on a single-member replica set =="
 # shellcheck disable=SC2086
-node conformance/runner.js ${CONFORMANCE_ARGS:-} --replSet rs0 change-streams/ | tee -a "$conf_out"
+node conformance/runner.js ${CONFORMANCE_ARGS:-} --replSet rs0 change-streams/ transactions/ sessions/ retryable-writes/ | tee -a "$conf_out"
 [ "${PIPESTATUS[0]}" -ne 0 ] && conformance_status=1
 
 echo

@@ -6,6 +6,7 @@
 
 #include "bson/compare.h"
 #include "store/aggregate/pipeline.h"
+#include "store/aggregate/stage.h"
 #include "store/aggregate/vector_source.h"
 #include "store/commands/document_validation.h"
 #include "store/commands/write_path.h"
@@ -70,6 +71,37 @@ int64_t nonNegative(const bson::Fields& cmd, std::string_view field, std::string
     return v;
 }
 
+/// A command's `let` (mongod 5.0+: find, update, delete, findAndModify): its
+/// variables, evaluated once per command, are bound into the $expr of the
+/// command's filters as {$literal: value}.
+class CommandLet {
+  public:
+    explicit CommandLet(const OperationContext& op) {
+        bson_t let;
+        if (!cmdarg::getDoc(op.args, "let", &let, op.name)) return;
+        ctx_.emplace();
+        ctx_->nowMillis = nowMillis();
+        ctx_->bindNow();
+        bson::Doc empty;
+        bson_iter_t it;
+        bson_iter_init(&it, &let);
+        while (bson_iter_next(&it)) {
+            auto e = query::Expression::parse(*bson_iter_value(&it), ctx_->parseOptions());
+            ctx_->setVariable(bson_iter_key(&it), e->evaluate(empty.get(), &ctx_->variables()));
+        }
+    }
+    /// The variables for an update pipeline; null without `let`.
+    const aggregate::PipelineContext* context() const { return ctx_ ? &*ctx_ : nullptr; }
+    /// `filter` with the variables bound; nullopt without `let` (use it as is).
+    std::optional<bson::Doc> bind(const bson_t* filter) const {
+        if (!ctx_) return std::nullopt;
+        return aggregate::bindFilterVariables(filter, *ctx_);
+    }
+
+  private:
+    std::optional<aggregate::PipelineContext> ctx_;
+};
+
 // ---------------------------------------------------------------- find
 
 void runFind(OperationContext& op, bson_t* reply) {
@@ -90,6 +122,7 @@ void runFind(OperationContext& op, bson_t* reply) {
     op.store.counters().query++;
     FindSpec spec;
     spec.filter = subDocOrEmpty(op.args, "filter", "find");
+    if (auto bound = CommandLet(op).bind(spec.filter.get())) spec.filter = std::move(*bound);
     spec.sort = subDocOrEmpty(op.args, "sort", "find");
     spec.projection = subDocOrEmpty(op.args, "projection", "find");
     spec.hint = hintOf(op.args);
@@ -253,6 +286,9 @@ void runGetMore(OperationContext& op, bson_t* reply) {
         op.store.cursors().checkin(std::move(cursor));
         throw DBException(same);
     }
+    // A snapshot read's cursor reads every batch at its cluster time (the
+    // dispatcher reports it as cursor.atClusterTime).
+    if (cursor->readAt) currentOperation().readAt = Timestamp::fromU64(*cursor->readAt);
     bool exhausted = false;
     bson_t cdoc;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);
@@ -367,12 +403,20 @@ WriteError writeErrorFrom(int32_t index, const DBException& e) {
     return w;
 }
 
-/// Adds a statement's error to the reply's writeErrors. An interruption, and
-/// any error inside a multi-document transaction (which it aborts), fails the
-/// whole command instead, as in mongod. Call from the catch block of `e`.
-void recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
-    if (currentOperation().txn || e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
+/// Adds a statement's error to the reply's writeErrors. An interruption, and a
+/// write conflict inside a multi-document transaction (a TransientTransactionError),
+/// fail the whole command instead, as in mongod. Inside a transaction any other
+/// error is reported as the batch's only write error (also when unordered) and
+/// the transaction aborts after the reply. Returns whether the batch stops here.
+/// Call from the catch block of `e`.
+bool recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
+    CurrentOperation& cur = currentOperation();
+    if (e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
+    if (cur.txn && e.code() == ErrorCode::WriteConflict) throw;
     errors.push_back(writeErrorFrom(index, e));
+    if (!cur.txn) return false;
+    cur.abortTransactionAfterCommand = true;
+    return true;
 }
 
 void appendWriteErrors(bson_t* reply, const std::vector<WriteError>& errors) {
@@ -407,6 +451,7 @@ bson::Doc prepareInsert(const bson_t* doc) {
         if (t == BSON_TYPE_REGEX) uasserted(ErrorCode::InvalidIdField, "can't use a regex for _id");
         if (t == BSON_TYPE_UNDEFINED)
             uasserted(ErrorCode::InvalidIdField, "can't use a undefined for _id");
+        uassertStatusOK(update::validateIdForInsert(it));
         bson::appendIter(out.mut(), "_id", it);
     } else {
         bson_oid_t oid;
@@ -485,8 +530,7 @@ void runInsert(OperationContext& op, bson_t* reply) {
             if (!priorOutcome(op.store, i)) insertOne(op.store, ns, doc.get(), i);
             ++n;
         } catch (const DBException& e) {
-            recordWriteError(errors, i, e);
-            if (ordered) break;
+            if (recordWriteError(errors, i, e) || ordered) break;
         }
     }
     BSON_APPEND_INT32(reply, "n", n);
@@ -500,8 +544,8 @@ HALO_REGISTER_COMMAND(CommandSpec{{"insert"}, runInsert});
 class DocUpdater {
   public:
     DocUpdater(Store& store, const std::string& ns, const bson_t* u, bool pipeline,
-               const bson_t* arrayFilters)
-        : store_(store), ns_(ns) {
+               const bson_t* arrayFilters, const aggregate::PipelineContext* let = nullptr)
+        : store_(store), ns_(ns), let_(let) {
         if (!pipeline) {
             driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters));
             return;
@@ -549,6 +593,9 @@ class DocUpdater {
         ctx.db = splitNs(ns_).first;
         ctx.ns = ns_;
         ctx.nowMillis = nowMillis();
+        if (let_)  // the command's `let` variables
+            for (const auto& name : let_->variableNames())
+                if (const query::Value* v = let_->variables().get(name)) ctx.setVariable(name, *v);
         std::vector<bson::Doc> docs;
         docs.push_back(input.copy());
         auto p = aggregate::buildPipeline(
@@ -586,6 +633,7 @@ class DocUpdater {
     std::string ns_;
     std::unique_ptr<update::UpdateDriver> driver_;
     bson::Doc pipeline_;
+    const aggregate::PipelineContext* let_;
 };
 
 struct UpdateOutcome {
@@ -620,9 +668,10 @@ UpdateOutcome outcomeFromDoc(const bson_t* d) {
 
 UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, const bson_t* u,
                          bool pipelineUpdate, const bson_t* arrayFilters, bool multi, bool upsert,
-                         const bson_t* sort, const bson_t* hint, bool wantDocs, int32_t stmtId) {
+                         const bson_t* sort, const bson_t* hint, bool wantDocs, int32_t stmtId,
+                         const aggregate::PipelineContext* let = nullptr) {
     if (auto prior = priorOutcome(store, stmtId)) return outcomeFromDoc(prior->get());
-    auto driver = std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters);
+    auto driver = std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters, let);
     auto matcher = uassertStatusOK(query::Matcher::parse(q));
     UpdateOutcome out;
     Catalog& catalog = store.catalog();
@@ -704,6 +753,27 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
     });
 }
 
+/// mongod parses a whole write command before running any statement: a field
+/// its IDL does not know in any statement fails the command (40415) and nothing
+/// is written. `known` are the statement fields of mongod 7.0 (write_ops.idl).
+void checkStatementFields(const OperationContext& op, const char* arrayField,
+                          std::initializer_list<std::string_view> known) {
+    bson_iter_t it, a;
+    if (!op.args.find(arrayField, &it) || !BSON_ITER_HOLDS_ARRAY(&it)) return;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        bson_iter_t f;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a) || !bson_iter_recurse(&a, &f)) continue;
+        while (bson_iter_next(&f)) {
+            std::string_view k = bson_iter_key(&f);
+            if (std::find(known.begin(), known.end(), k) == known.end())
+                uasserted(ErrorCode::Location40415,
+                          fmt::format("BSON field '{}.{}.{}' is an unknown field.", op.name,
+                                      arrayField, k));
+        }
+    }
+}
+
 void runUpdate(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     cmdarg::checkFields(
@@ -712,6 +782,10 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     if (!op.args.find("updates", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'update.updates' is missing but a required field");
+    // 7.0 has no `sort` here (8.0 added it): refused, not ignored.
+    checkStatementFields(op, "updates",
+                         {"q", "u", "c", "arrayFilters", "multi", "upsert", "upsertSupplied",
+                          "collation", "hint", "sampleId"});
     bool ordered = cmdarg::getBool(op.args, "ordered", true);
     BypassDocumentValidation bypass(cmdarg::getBool(op.args, "bypassDocumentValidation", false));
     std::vector<WriteError> errors;
@@ -720,6 +794,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     bson_t upserted;
     bool anyUpsert = false;
     bson::Doc upsertedArr;
+    CommandLet let(op);
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
     int upsertCount = 0;
@@ -754,8 +829,10 @@ void runUpdate(OperationContext& op, bson_t* reply) {
             op.store.counters().update++;
             if (upsert) ensureCollection(op.store, ns);
             CollectionLock lk(op.store.catalog());
-            auto o = updateDocs(op.store, ns, &q, &u, pipelineUpdate, haveAf ? &af : nullptr, multi,
-                                upsert, nullptr, hint.empty() ? nullptr : hint.get(), false, i);
+            std::optional<bson::Doc> boundQ = let.bind(&q);
+            auto o = updateDocs(op.store, ns, boundQ ? boundQ->get() : &q, &u, pipelineUpdate,
+                                haveAf ? &af : nullptr, multi, upsert, nullptr,
+                                hint.empty() ? nullptr : hint.get(), false, i, let.context());
             n += o.n;
             nModified += o.nModified;
             if (o.upsertedId) {
@@ -771,8 +848,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                 anyUpsert = true;
             }
         } catch (const DBException& e) {
-            recordWriteError(errors, i, e);
-            if (ordered) break;
+            if (recordWriteError(errors, i, e) || ordered) break;
         }
     }
     BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
@@ -846,10 +922,12 @@ void runDelete(OperationContext& op, bson_t* reply) {
     if (!op.args.find("deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         uasserted(ErrorCode::Location40414,
                   "BSON field 'delete.deletes' is missing but a required field");
+    checkStatementFields(op, "deletes", {"q", "limit", "collation", "hint", "sampleId"});
     bool ordered = cmdarg::getBool(op.args, "ordered", true);
     std::vector<WriteError> errors;
     int64_t n = 0;
     int32_t index = 0;
+    CommandLet let(op);
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
     while (bson_iter_next(&a)) {
@@ -878,11 +956,11 @@ void runDelete(OperationContext& op, bson_t* reply) {
             bson::Doc hint = hintOf(stmt.get());
             op.store.counters().del++;
             CollectionLock lk(op.store.catalog());
-            n += deleteDocs(op.store, ns, &q, limit == 1, nullptr,
+            std::optional<bson::Doc> boundQ = let.bind(&q);
+            n += deleteDocs(op.store, ns, boundQ ? boundQ->get() : &q, limit == 1, nullptr,
                             hint.empty() ? nullptr : hint.get(), nullptr, i);
         } catch (const DBException& e) {
-            recordWriteError(errors, i, e);
-            if (ordered) break;
+            if (recordWriteError(errors, i, e) || ordered) break;
         }
     }
     BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
@@ -898,6 +976,9 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
     bson_t qv;
     const bson_t* query =
         cmdarg::getDoc(op.args, "query", &qv, "findAndModify") ? &qv : empty.get();
+    CommandLet let(op);
+    std::optional<bson::Doc> boundQuery = let.bind(query);
+    if (boundQuery) query = boundQuery->get();
     bool haveSort = cmdarg::getDoc(op.args, "sort", &sort, "findAndModify");
     bool remove = cmdarg::getBool(op.args, "remove", false);
     bool returnNew = cmdarg::getBool(op.args, "new", false);
@@ -942,7 +1023,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         CollectionLock lk(op.store.catalog());
         auto o = updateDocs(op.store, ns, query, &update, pipelineUpdate, haveAf ? &af : nullptr,
                             false, upsert, haveSort ? &sort : nullptr,
-                            hint.empty() ? nullptr : hint.get(), true, 0);
+                            hint.empty() ? nullptr : hint.get(), true, 0, let.context());
         BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
         BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(o.n + (o.upsertedId ? 1 : 0)));
         BSON_APPEND_BOOL(&leo, "updatedExisting", o.n > 0);

@@ -81,6 +81,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           fmt::format("Collection {} already exists. NS: {}", ns, ns));
             uassertStatusOK(sw.getStatus());
         }
+        noteCreatedInTransaction(op.store.catalog(), *sw.getValue());
         logCreate(op.store, *sw.getValue());
     }});
 
@@ -241,6 +242,30 @@ HALO_REGISTER_COMMAND(CommandSpec{
     },
     true});
 
+/// Whether every spec in the `indexes` array names an index the collection
+/// already has with the same key pattern.
+bool allIndexesExist(const CollectionEntry& coll, const bson_iter_t& indexes) {
+    bson_iter_t a;
+    bson_iter_recurse(&indexes, &a);
+    bool any = false;
+    while (bson_iter_next(&a)) {
+        bson_t spec, key;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) return false;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&a, &len, &data);
+        if (!bson_init_static(&spec, data, len)) return false;
+        bson_iter_t name;
+        if (!bson::find(&spec, "name", &name) || !BSON_ITER_HOLDS_UTF8(&name) ||
+            !bson::subDocument(&spec, "key", &key))
+            return false;
+        const IndexEntry* idx = coll.findIndex(bson_iter_utf8(&name, nullptr));
+        if (!idx || bson::compareDocs(idx->keyPattern.get(), &key) != 0) return false;
+        any = true;
+    }
+    return any;
+}
+
 HALO_REGISTER_COMMAND(CommandSpec{
     {"createIndexes"}, [](OperationContext& op, bson_t* reply) {
         std::string ns = nsOf(op);
@@ -250,8 +275,38 @@ HALO_REGISTER_COMMAND(CommandSpec{
                       "BSON field 'createIndexes.indexes' is missing but a required field");
         std::unique_lock lk(op.store.catalog().ddlLock());
         bool created = op.store.catalog().lookup(ns) == nullptr;
+        if (currentOperation().txn && !created) {
+            // Index builds are not transactional: inside a transaction only a
+            // collection the transaction created, still empty, takes new
+            // indexes (as in mongod); indexes that all exist are a no-op.
+            auto existing = op.store.catalog().lookup(ns);
+            int n = static_cast<int>(existing->indexes.size());
+            if (allIndexesExist(*existing, it)) {
+                BSON_APPEND_INT32(reply, "numIndexesBefore", n);
+                BSON_APPEND_INT32(reply, "numIndexesAfter", n);
+                BSON_APPEND_UTF8(reply, "note", "all indexes already exist");
+                BSON_APPEND_BOOL(reply, "createdCollectionAutomatically", false);
+                return;
+            }
+            if (!createdInThisTransaction(*existing))
+                uasserted(ErrorCode::OperationNotSupportedInTransaction,
+                          fmt::format("Cannot create new indexes on existing collection {} in a "
+                                      "multi-document transaction.",
+                                      ns));
+            // The transaction's own documents are invisible to the index build.
+            Session& ts = *currentOperation().txn->wtSession;
+            Cursor c = ts.open(existing->uri);
+            if (c->next(c.get()) == 0)
+                uasserted(ErrorCode::OperationNotSupportedInTransaction,
+                          fmt::format("Cannot create new indexes on non-empty collection {} in a "
+                                      "multi-document transaction.",
+                                      ns));
+        }
         auto coll = op.store.catalog().getOrCreate(ns);
-        if (created) logCreate(op.store, *coll);
+        if (created) {
+            noteCreatedInTransaction(op.store.catalog(), *coll);
+            logCreate(op.store, *coll);
+        }
         int before = static_cast<int>(coll->indexes.size());
         bson_iter_t a;
         bson_iter_recurse(&it, &a);

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
 #include "store/exec/interrupt.h"
 #include "store/repl/doc_diff.h"
 
@@ -26,7 +31,7 @@ void logInsert(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
     OplogEntry e;
     e.op = 'i';
     e.ns = c.ns;
-    e.uuid = c.uuid;
+    e.setUuid(c.uuid);
     e.o = bson::Doc::copyOf(doc);
     e.o2 = idOnly(doc);
     u.append(std::move(e));
@@ -37,7 +42,7 @@ void logUpdate(Oplog::Unit& u, const CollectionEntry& c, const bson_t* before, c
     OplogEntry e;
     e.op = 'u';
     e.ns = c.ns;
-    e.uuid = c.uuid;
+    e.setUuid(c.uuid);
     if (replacement) {
         e.o = bson::Doc::copyOf(after);
     } else {
@@ -57,7 +62,7 @@ void logDelete(Oplog::Unit& u, const CollectionEntry& c, const bson_t* doc) {
     OplogEntry e;
     e.op = 'd';
     e.ns = c.ns;
-    e.uuid = c.uuid;
+    e.setUuid(c.uuid);
     e.o = idOnly(doc);
     if (recordsImages(c)) e.preImage = bson::Doc::copyOf(doc);
     u.append(std::move(e));
@@ -68,7 +73,7 @@ void logCommand(Store& store, const std::string& db, const bson_t* o, const uint
         OplogEntry e;
         e.op = 'c';
         e.ns = db + ".$cmd";
-        e.uuid = uuid;
+        e.setUuid(uuid);
         e.o = bson::Doc::copyOf(o);
         u.append(std::move(e));
     });
@@ -103,7 +108,25 @@ ReadScope::ReadScope(Store& store) {
     } else {
         pooled_.emplace(store.catalog().sessions());
         session_ = &**pooled_;
-        txn_.emplace(*session_);
+        const std::optional<Timestamp>& at = currentOperation().readAt;
+        if (!at) {
+            txn_.emplace(*session_);
+            return;
+        }
+        char cfg[64];
+        std::snprintf(cfg, sizeof cfg, "read_timestamp=%llx",
+                      static_cast<unsigned long long>(at->asU64()));
+        try {
+            txn_.emplace(*session_, cfg);
+        } catch (const DBException& e) {
+            if (e.code() == ErrorCode::WriteConflict) throw;
+            // The history at that time was discarded meanwhile (WiredTiger refuses
+            // a read timestamp older than its oldest).
+            uasserted(ErrorCode::SnapshotTooOld,
+                      fmt::format("Read timestamp Timestamp({}, {}) is older than the oldest "
+                                  "available timestamp.",
+                                  at->secs, at->inc));
+        }
     }
 }
 
@@ -125,10 +148,42 @@ void ensureCollection(Store& store, const std::string& ns) {
         std::shared_lock lk(catalog.ddlLock());
         if (catalog.lookup(ns)) return;
     }
-    std::unique_lock lk(catalog.ddlLock());
-    if (catalog.lookup(ns)) return;
-    auto coll = catalog.getOrCreate(ns);
-    logCreate(store, *coll);
+    // Another transaction's uncommitted create of `ns` (WriteConflict): wait
+    // for it to commit or abort, as mongod's implicit create waits.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (int attempt = 0;; ++attempt) {
+        try {
+            std::unique_lock lk(catalog.ddlLock());
+            if (catalog.lookup(ns)) return;
+            auto coll = catalog.getOrCreate(ns);
+            noteCreatedInTransaction(catalog, *coll);
+            logCreate(store, *coll);
+            return;
+        } catch (const DBException& e) {
+            if (e.code() != ErrorCode::WriteConflict || currentOperation().txn ||
+                std::chrono::steady_clock::now() > deadline)
+                throw;
+        }
+        checkForInterrupt();
+        writeConflictBackoff(attempt);
+    }
+}
+
+void noteCreatedInTransaction(Catalog& catalog, const CollectionEntry& c) {
+    SessionState* txn = currentOperation().txn;
+    if (!txn) return;
+    catalog.markPendingCreate(c.ns, txn);
+    std::array<uint8_t, 16> uuid;
+    std::memcpy(uuid.data(), c.uuid, uuid.size());
+    txn->createdInTxn.emplace_back(c.ns, uuid);
+}
+
+bool createdInThisTransaction(const CollectionEntry& c) {
+    SessionState* txn = currentOperation().txn;
+    if (!txn) return false;
+    for (const auto& [ns, uuid] : txn->createdInTxn)
+        if (ns == c.ns && std::memcmp(uuid.data(), c.uuid, uuid.size()) == 0) return true;
+    return false;
 }
 
 void logCreate(Store& store, const CollectionEntry& c) {
@@ -203,6 +258,7 @@ std::unique_ptr<ClientCursor> newCursor(OperationContext& op, const std::string&
     c->stream = std::move(stream);
     c->lsid = sessionIdBytes(op.args);
     c->txnNumber = txnNumberOf(op.args);
+    if (const auto& at = currentOperation().readAt) c->readAt = at->asU64();
     if (op.access) {
         auto auth = std::make_shared<authz::CursorAuth>();
         if (op.client.user) auth->owner.emplace(op.client.user->user, op.client.user->db);

@@ -26,6 +26,15 @@ class CollectionLock {
 /// implicit create by the first write does), without holding any lock after.
 void ensureCollection(Store& store, const std::string& ns);
 
+/// Inside a multi-document transaction, records that it created `c` (by
+/// create, createIndexes or a first write, as mongod 4.4+ allows): other
+/// clients do not see it until the transaction commits (theirs wait), the
+/// create's oplog entry commits with the transaction, and an abort drops the
+/// collection again. No-op outside a transaction.
+void noteCreatedInTransaction(Catalog& catalog, const CollectionEntry& c);
+/// Whether the open transaction created `ns` itself.
+bool createdInThisTransaction(const CollectionEntry& c);
+
 /// Runs `fn(session, oplogUnit)` in a storage transaction, retrying on
 /// WriteConflict as mongod does for single-document writes; the data change
 /// and its oplog entries commit together, durably, before this returns.

@@ -36,6 +36,8 @@ struct ClientCursor {
     // With --auth: who opened it and what its command needed (getMore and
     // killCursors check it, as mongod does). Null without authorization.
     std::shared_ptr<const authz::CursorAuth> auth;
+    // A snapshot read's cluster time (as u64): every getMore reads at it.
+    std::optional<uint64_t> readAt;
 };
 
 class CursorManager {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <random>
 
 #include "bson/compare.h"
 #include "store/query/expression_internal.h"
@@ -340,6 +341,81 @@ class TrimNode : public Expression {
             cs = std::string(c.str());
         }
         return Value::fromString(trimString(in.str(), cs, left, right));
+    }
+};
+
+/// $rand (mongod 4.4.2+): a double in [0, 1), drawn anew for every evaluation.
+class RandNode : public Expression {
+  public:
+    Value eval(EvalContext&) const override {
+        thread_local std::mt19937_64 gen{std::random_device{}()};
+        return Value::fromDouble(std::uniform_real_distribution<double>(0.0, 1.0)(gen));
+    }
+};
+
+/// $getField (mongod 5.0+): the value of a field of `input` ($$CURRENT by
+/// default) by its literal name, dots and '$' included.
+class GetFieldNode : public Expression {
+  public:
+    ExprPtr field, input;
+    Value eval(EvalContext& ctx) const override {
+        Value f = field->eval(ctx);
+        if (f.type() != BSON_TYPE_UTF8)
+            fail(5654602,
+                 fmt::format("$getField requires 'field' to evaluate to type String, but got {}",
+                             typeNameOf(f)));
+        Value in = input->eval(ctx);
+        if (in.isNullish()) return Value::null();
+        if (!in.isDocument())
+            fail(3041705,
+                 fmt::format("$getField requires 'input' to evaluate to type Object, but got {}",
+                             typeNameOf(in)));
+        const bson_value_t& d = in.get();
+        bson_iter_t it;
+        if (!bson_iter_init_from_data(&it, d.value.v_doc.data, d.value.v_doc.data_len))
+            return Value::missing();
+        std::string_view name = f.str();
+        while (bson_iter_next(&it))
+            if (std::string_view(bson_iter_key(&it)) == name) return Value::fromIter(it);
+        return Value::missing();
+    }
+};
+
+/// $setField / $unsetField (mongod 5.0+): `input` with the field of that
+/// literal name replaced, added at the end, or (value $$REMOVE, $unsetField)
+/// removed.
+class SetFieldNode : public Expression {
+  public:
+    std::string name;  // the operator, for messages
+    std::string field;
+    ExprPtr input, value;  // value null: $unsetField
+    Value eval(EvalContext& ctx) const override {
+        Value in = input->eval(ctx);
+        if (in.isNullish()) return Value::null();
+        if (!in.isDocument())
+            fail(4161105, fmt::format("{} requires 'input' to evaluate to type Object", name));
+        Value v = value ? value->eval(ctx) : Value::missing();
+        const bson_value_t& d = in.get();
+        bson_iter_t it;
+        bson_t out = BSON_INITIALIZER;
+        bool placed = false;
+        if (bson_iter_init_from_data(&it, d.value.v_doc.data, d.value.v_doc.data_len)) {
+            while (bson_iter_next(&it)) {
+                if (std::string_view(bson_iter_key(&it)) == field) {
+                    placed = true;
+                    if (!v.isMissing())
+                        bson_append_value(&out, field.data(), static_cast<int>(field.size()),
+                                          &v.get());
+                    continue;
+                }
+                bson_append_iter(&out, bson_iter_key(&it), -1, &it);
+            }
+        }
+        if (!placed && !v.isMissing())
+            bson_append_value(&out, field.data(), static_cast<int>(field.size()), &v.get());
+        Value result = Value::fromDocument(&out);
+        bson_destroy(&out);
+        return result;
     }
 };
 
@@ -1043,6 +1119,13 @@ struct Parser {
         if (name == "$convert") return parseConvert(v);
         if (name == "$dateToString") return parseDateToString(v);
         if (name == "$trim" || name == "$ltrim" || name == "$rtrim") return parseTrim(name, v);
+        if (name == "$getField") return parseGetField(v);
+        if (name == "$rand") {
+            if (v.value_type != BSON_TYPE_DOCUMENT || v.value.v_doc.data_len > 5)
+                fail(3040501, "$rand does not currently accept arguments");
+            return std::make_unique<RandNode>();
+        }
+        if (name == "$setField" || name == "$unsetField") return parseSetField(name, v);
         const ScalarOp* op = findCoreOp(name);
         if (!op) op = findScalarOp(name);
         if (!op) fail(168, fmt::format("Unrecognized expression '{}'", name));
@@ -1227,6 +1310,61 @@ struct Parser {
         if (auto* e = a.get("format")) node->format = parse(*e);
         if (auto* e = a.get("timezone")) node->timezone = parse(*e);
         if (auto* e = a.get("onNull")) node->onNull = parse(*e);
+        return node;
+    }
+
+    ExprPtr currentDocument() {
+        bson_value_t cur;
+        cur.value_type = BSON_TYPE_UTF8;
+        static char text[] = "$$CURRENT";
+        cur.value.v_utf8.str = text;
+        cur.value.v_utf8.len = sizeof text - 1;
+        return parse(cur);
+    }
+
+    ExprPtr parseGetField(const bson_value_t& v) {
+        auto node = std::make_unique<GetFieldNode>();
+        if (v.value_type != BSON_TYPE_DOCUMENT) {
+            // {$getField: "name"}: the field of $$CURRENT.
+            node->field = parse(v);
+            node->input = currentDocument();
+        } else {
+            auto a = namedArgs(v, "$getField", 3041703, "{} requires an object, found {}",
+                               {"field", "input"}, 3041701, "{} found an unknown argument: {}");
+            if (!a.get("field")) fail(3041702, "$getField requires 'field' to be specified");
+            node->field = parse(*a.get("field"));
+            node->input = a.get("input") ? parse(*a.get("input")) : currentDocument();
+        }
+        return node;  // a non-string 'field' fails when evaluated
+    }
+
+    ExprPtr parseSetField(std::string_view name, const bson_value_t& v) {
+        const bool unset = name == "$unsetField";
+        auto a = unset ? namedArgs(v, name, 4161100, "{} only supports an object as its argument",
+                                   {"field", "input"}, 4161101, "{} found an unknown argument: {}")
+                       : namedArgs(v, name, 4161100, "{} only supports an object as its argument",
+                                   {"field", "input", "value"}, 4161101,
+                                   "{} found an unknown argument: {}");
+        if (!a.get("field"))
+            fail(4161102, fmt::format("{} requires 'field' to be specified", name));
+        if (!unset && !a.get("value"))
+            fail(4161103, fmt::format("{} requires 'value' to be specified", name));
+        if (!a.get("input"))
+            fail(4161109, fmt::format("{} requires 'input' to be specified", name));
+        // The field name must be a constant string ({$literal: "..."} for one
+        // starting with '$'), as in mongod.
+        auto f = parse(*a.get("field"));
+        EvalContext none{};
+        Value fv = f->isConstant() ? f->eval(none) : Value::missing();
+        if (!f->isConstant() || fv.type() != BSON_TYPE_UTF8)
+            fail(4161106, fmt::format("{} requires 'field' to evaluate to a constant, but got a "
+                                      "non-constant argument",
+                                      name));
+        auto node = std::make_unique<SetFieldNode>();
+        node->name = std::string(name);
+        node->field = std::string(fv.str());
+        node->input = parse(*a.get("input"));
+        if (!unset) node->value = parse(*a.get("value"));
         return node;
     }
 

@@ -123,6 +123,33 @@ struct Parser {
             return annotate(std::make_unique<ExprExpr>(Expression::parse(v)), k, specOf(k, "", v));
         }
         if (k == "$comment") return nullptr;
+        if (k == "$sampleRate") {
+            // mongod's rewrite: {$expr: {$lt: [{$rand: {}}, rate]}}.
+            if (!bson::isNumber(v.value_type))
+                fail(ErrorCode::BadValue, "argument to $sampleRate must be a numeric type");
+            double rate = bson::toDouble(v);
+            if (!(rate >= 0.0 && rate <= 1.0))
+                fail(ErrorCode::BadValue, "numeric argument to $sampleRate must be in [0, 1]");
+            if (subDocument)
+                fail(ErrorCode::BadValue,
+                     "$sampleRate can only be applied to the top-level document");
+            bson::Doc spec;
+            bson_t lt, rand;
+            BSON_APPEND_ARRAY_BEGIN(spec.mut(), "$lt", &lt);
+            BSON_APPEND_DOCUMENT_BEGIN(&lt, "0", &rand);
+            bson_t empty;
+            BSON_APPEND_DOCUMENT_BEGIN(&rand, "$rand", &empty);
+            bson_append_document_end(&rand, &empty);
+            bson_append_document_end(&lt, &rand);
+            BSON_APPEND_DOUBLE(&lt, "1", rate);
+            bson_append_array_end(spec.mut(), &lt);
+            bson_value_t sv;
+            sv.value_type = BSON_TYPE_DOCUMENT;
+            sv.value.v_doc.data = const_cast<uint8_t*>(spec.data());
+            sv.value.v_doc.data_len = static_cast<uint32_t>(spec.size());
+            hasExpr = true;
+            return annotate(std::make_unique<ExprExpr>(Expression::parse(sv)), k, specOf(k, "", v));
+        }
         if (k == "$alwaysTrue" || k == "$alwaysFalse") {
             int64_t n;
             if (!bson::toInt64Exact(v, &n) || n != 1)

@@ -26,7 +26,7 @@ bson::Doc oplogEntryToBson(const OplogEntry& e, Timestamp ts, int64_t wallMillis
     char op[2] = {e.op, 0};
     BSON_APPEND_UTF8(b, "op", op);
     BSON_APPEND_UTF8(b, "ns", e.ns.c_str());
-    if (e.uuid) bson_append_binary(b, "ui", 2, BSON_SUBTYPE_UUID, e.uuid, 16);
+    if (e.uuid) bson_append_binary(b, "ui", 2, BSON_SUBTYPE_UUID, e.uuid->data(), 16);
     BSON_APPEND_DOCUMENT(b, "o", e.o.get());
     if (e.o2) BSON_APPEND_DOCUMENT(b, "o2", e.o2->get());
     appendTimestamp(b, "ts", ts);
@@ -86,6 +86,10 @@ Timestamp Oplog::Unit::append(OplogEntry e) {
     }
     reserved_.push_back(ts);
     last_ = ts;
+    // The data written in this transaction becomes visible at its oplog time to
+    // readers at a timestamp (snapshot reads): the latest entry's time stamps
+    // the updates made so far and those after.
+    s_.setCommitTimestamp(ts.asU64());
     bson::Doc d = oplogEntryToBson(e, ts, wallNow());
     rs::insertWithRecordId(s_, *log_.coll_, static_cast<int64_t>(ts.asU64()), d.get());
     return ts;

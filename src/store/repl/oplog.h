@@ -10,8 +10,10 @@
 // reader never skips an entry that commits later with a smaller timestamp.
 //
 // Thread-safe.
+#include <array>
 #include <asio.hpp>
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -31,7 +33,17 @@ inline constexpr const char* kOplogNs = "local.oplog.rs";
 struct OplogEntry {
     char op = 'n';  // i, u, d, c, n
     std::string ns;
-    const uint8_t* uuid = nullptr;  // 16 bytes, or null
+    // The collection's UUID, owned: a transaction buffers entries while the
+    // catalog entry they came from may be replaced (createIndexes after create).
+    std::optional<std::array<uint8_t, 16>> uuid;
+    void setUuid(const uint8_t* u) {
+        if (!u) {
+            uuid.reset();
+            return;
+        }
+        uuid.emplace();
+        std::memcpy(uuid->data(), u, 16);
+    }
     bson::Doc o;
     std::optional<bson::Doc> o2;
     // Session info for retryable writes and transactions.

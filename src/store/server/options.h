@@ -23,6 +23,9 @@ struct StoreOptions {
     std::string logPath;  // empty: stdout
     bool verbose = false;
     std::string replSet;  // empty: standalone
+    // setParameter minSnapshotHistoryWindowInSeconds (mongod 7.0's default): how far
+    // back snapshot reads at a cluster time may go.
+    int minSnapshotHistoryWindowInSeconds = 300;
     int64_t oplogSizeMB = 1024;
     int cursorTimeoutMillis = 10 * 60 * 1000;
     int threads = 0;               // 0: kDefaultThreads

@@ -52,6 +52,86 @@ bool writesAuthzDocuments(std::string_view name, std::string_view db, const bson
     return coll == "system.users" || coll == "system.roles";
 }
 
+/// Commands that take a write concern (mongod's supportsWriteConcern).
+bool takesWriteConcern(std::string_view name) {
+    static constexpr std::string_view kWrites[] = {"insert",
+                                                   "update",
+                                                   "delete",
+                                                   "findAndModify",
+                                                   "findandmodify",
+                                                   "create",
+                                                   "drop",
+                                                   "createIndexes",
+                                                   "dropIndexes",
+                                                   "deleteIndexes",
+                                                   "collMod",
+                                                   "renameCollection",
+                                                   "dropDatabase",
+                                                   "commitTransaction",
+                                                   "abortTransaction",
+                                                   "createUser",
+                                                   "updateUser",
+                                                   "dropUser",
+                                                   "dropAllUsersFromDatabase",
+                                                   "grantRolesToUser",
+                                                   "revokeRolesFromUser",
+                                                   "createRole",
+                                                   "updateRole",
+                                                   "dropRole",
+                                                   "dropAllRolesFromDatabase",
+                                                   "grantPrivilegesToRole",
+                                                   "revokePrivilegesFromRole",
+                                                   "grantRolesToRole",
+                                                   "revokeRolesFromRole"};
+    return std::find(std::begin(kWrites), std::end(kWrites), name) != std::end(kWrites);
+}
+
+/// A write concern a one-member replica set cannot satisfy, as mongod 7.0
+/// reports it after the write (writeConcernError, the write stays): w above the
+/// number of data-bearing members is UnsatisfiableWriteConcern (100), a tag
+/// set mode that the configuration does not define UnknownReplWriteConcern (79).
+/// Returns the writeConcernError document, or nothing when w is satisfiable.
+std::optional<bson::Doc> unsatisfiableWriteConcern(const bson::Fields& args) {
+    bson_t wc;
+    if (!args.subDocument("writeConcern", &wc)) return std::nullopt;
+    bson_iter_t w;
+    if (!bson::find(&wc, "w", &w)) return std::nullopt;
+    Status problem;
+    if (BSON_ITER_HOLDS_UTF8(&w)) {
+        std::string_view mode = bson_iter_utf8(&w, nullptr);
+        if (mode == "majority") return std::nullopt;
+        problem = Status(ErrorCode::UnknownReplWriteConcern,
+                         fmt::format("No write concern mode named '{}' found in replica set "
+                                     "configuration",
+                                     mode));
+    } else if (bson::isNumber(bson_iter_type(&w))) {
+        if (bson_iter_as_int64(&w) <= 1) return std::nullopt;
+        problem = Status(ErrorCode::UnsatisfiableWriteConcern, "Not enough data-bearing nodes");
+    } else {
+        return std::nullopt;
+    }
+    bson::Doc out;
+    BSON_APPEND_INT32(out.mut(), "code", problem.codeNumber());
+    std::string_view name = codeName(problem.code());
+    bson_append_utf8(out.mut(), "codeName", 8, name.data(), static_cast<int>(name.size()));
+    BSON_APPEND_UTF8(out.mut(), "errmsg", problem.reason().c_str());
+    // errInfo: the write concern as applied (mongod adds wtimeout and its provenance).
+    bson_t info, applied;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "errInfo", &info);
+    BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &applied);
+    bson::appendIter(&applied, "w", w);
+    bson_iter_t it;
+    if (bson::find(&wc, "j", &it)) bson::appendIter(&applied, "j", it);
+    if (bson::find(&wc, "wtimeout", &it))
+        bson::appendIter(&applied, "wtimeout", it);
+    else
+        BSON_APPEND_INT32(&applied, "wtimeout", 0);
+    BSON_APPEND_UTF8(&applied, "provenance", "clientSupplied");
+    bson_append_document_end(&info, &applied);
+    bson_append_document_end(out.mut(), &info);
+    return out;
+}
+
 }  // namespace
 
 void appendError(bson_t* reply, const Status& s) {
@@ -88,6 +168,18 @@ Status Store::start() {
     oplog_ = std::make_unique<Oplog>(*catalog_, clock_, opts_.oplogSizeMB * 1024 * 1024);
     s = oplog_->open();
     if (!s.isOK()) return s;
+    // History from before this start is gone: snapshot reads start here (every
+    // commit from now on has a later time).
+    {
+        auto now = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+        Timestamp start = std::max(oplog_->visibleUpTo(), Timestamp{now, 0},
+                                   [](Timestamp a, Timestamp b) { return a < b; });
+        clock_.advanceTo(start);
+        oldestReadable_ = start.asU64();
+    }
+    engine_->advanceTimestamps(oldestReadable_, oldestReadable_);
     sessions_ = std::make_unique<SessionCatalog>(*engine_, *catalog_, *oplog_);
     s = sessions_->open();
     if (!s.isOK()) return s;
@@ -119,6 +211,7 @@ Status Store::start() {
         void operator()(asio::error_code ec) const {
             if (ec || self->stopping_) return;
             self->cursors_->reapIdle();
+            self->advanceSnapshotHistory();
             self->oplog_->truncateIfNeeded();
             self->sessions_->reap(std::chrono::seconds(60), std::chrono::minutes(30));
             self->reaperTimer_->expires_after(std::chrono::seconds(1));
@@ -196,6 +289,31 @@ void Store::stop() {
     catalog_.reset();
     engine_.reset();
     log::info("control", 23138, "Shutting down with code 0", R"({"exitCode":0})");
+}
+
+void Store::advanceSnapshotHistory() {
+    // Keep minSnapshotHistoryWindowInSeconds of history behind the point every
+    // write below has committed (a pending write's commit time is above it).
+    Timestamp visible = oplog_->visibleUpTo();
+    if (visible.isNull()) return;
+    // History costs cache (WiredTiger keeps every version newer than the oldest
+    // timestamp): without snapshot reads in the last window only a few seconds
+    // are kept, enough for a snapshot read that starts now.
+    constexpr int kIdleWindowSecs = 5;
+    int configured = std::max(0, opts_.minSnapshotHistoryWindowInSeconds);
+    int64_t nowSecs = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    bool recent = nowSecs - lastSnapshotReadSecs_.load() <= configured;
+    uint32_t window =
+        static_cast<uint32_t>(recent ? configured : std::min(configured, kIdleWindowSecs));
+    Timestamp oldest = visible.secs > window ? Timestamp{visible.secs - window, 0} : Timestamp{};
+    if (oldest.asU64() <= oldestReadable_.load()) {
+        engine_->advanceTimestamps(visible.asU64(), 0);
+        return;
+    }
+    engine_->advanceTimestamps(visible.asU64(), oldest.asU64());
+    oldestReadable_ = oldest.asU64();
 }
 
 void Store::requestShutdown() {
@@ -281,6 +399,21 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
             return;
         }
     }
+    std::optional<bson::Doc> wcError;
+    if (!client.internal && takesWriteConcern(name)) {
+        wcError = unsatisfiableWriteConcern(args);
+        if (wcError && !isReplicaSet()) {
+            // A standalone refuses w > 1 before running the command.
+            bson_iter_t code;
+            if (bson::find(wcError->get(), "code", &code) &&
+                bson_iter_int32(&code) == static_cast<int>(ErrorCode::UnsatisfiableWriteConcern)) {
+                appendError(reply,
+                            Status(ErrorCode::BadValue, "cannot use 'w' > 1 with a standalone"));
+                return;
+            }
+            wcError.reset();
+        }
+    }
     const bool writesAuthz = !client.internal && writesAuthzDocuments(name, db, cmd);
     if (writesAuthz && bson_has_field(cmd, "autocommit") && name != "drop" &&
         name != "renameCollection" && name != "dropDatabase") {
@@ -322,6 +455,9 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
         bson_concat(reply, &body);
         bson_iter_t okIt;
         if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+        // The write happened; the write concern could not be satisfied.
+        if (wcError && !(deferral && deferral->requested))
+            BSON_APPEND_DOCUMENT(reply, "writeConcernError", wcError->get());
     } catch (const ErrorWithInfo& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
@@ -527,25 +663,30 @@ bool allowedInTransaction(std::string_view name) {
 
 /// Resets the thread's current-operation context when the command ends.
 struct CurrentOperationScope {
-    ~CurrentOperationScope() { currentOperation() = CurrentOperation{}; }
+    ~CurrentOperationScope() {
+        currentOperation() = CurrentOperation{};
+        Catalog::transactionToken() = nullptr;
+    }
 };
 
 }  // namespace
 
-void Store::waitForReadConcern(const bson::Fields& cmd) {
+std::optional<Timestamp> Store::waitForReadConcern(const OperationContext& op) {
+    const bson::Fields& cmd = op.args;
     bson_t rc;
-    if (!cmd.subDocument("readConcern", &rc)) return;
+    if (!cmd.subDocument("readConcern", &rc)) return std::nullopt;
     bson_iter_t it;
+    std::string_view level;
     if (bson::find(&rc, "level", &it)) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
             uasserted(ErrorCode::TypeMismatch, "readConcern.level must be a string");
-        std::string_view level = bson_iter_utf8(&it, nullptr);
+        level = bson_iter_utf8(&it, nullptr);
         if (level != "local" && level != "majority" && level != "snapshot" &&
             level != "available" && level != "linearizable")
             uasserted(ErrorCode::FailedToParse,
                       fmt::format("{} is not a valid read concern level", level));
     }
-    auto waitFor = [&](const char* field) -> std::optional<Timestamp> {
+    auto timeOf = [&](const char* field) -> std::optional<Timestamp> {
         if (!bson::find(&rc, field, &it)) return std::nullopt;
         if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
             uasserted(ErrorCode::TypeMismatch,
@@ -554,25 +695,101 @@ void Store::waitForReadConcern(const bson::Fields& cmd) {
         bson_iter_timestamp(&it, &t.secs, &t.inc);
         return t;
     };
-    if (auto at = waitFor("atClusterTime")) {
-        // Reads here always see the newest data: a time in the past cannot be honoured.
-        if (*at < oplog_->visibleUpTo())
+    std::optional<Timestamp> at = timeOf("atClusterTime");
+    std::optional<Timestamp> after = timeOf("afterClusterTime");
+    const bool snapshot = level == "snapshot";
+    const bool inTransaction = cmd.has("autocommit");
+    // mongod's ReadConcernArgs checks.
+    if (after && at)
+        uasserted(ErrorCode::InvalidOptions,
+                  "Can not specify both afterClusterTime and atClusterTime");
+    if (after && (level == "available" || level == "linearizable"))
+        uasserted(ErrorCode::InvalidOptions,
+                  "afterClusterTime field can be set only if level is equal to majority, local, or "
+                  "snapshot");
+    if (at && !snapshot)
+        uasserted(ErrorCode::InvalidOptions,
+                  "atClusterTime field can be set only if level is equal to snapshot");
+    if (after && after->isNull())
+        uasserted(ErrorCode::InvalidOptions, "afterClusterTime cannot be a null timestamp");
+    if (at && at->isNull())
+        uasserted(ErrorCode::InvalidOptions, "atClusterTime cannot be a null timestamp");
+    if (snapshot && !inTransaction && op.name != "find" && op.name != "aggregate" &&
+        op.name != "distinct" && op.name != "getMore") {
+        // mongod 7.0 reads at a snapshot outside transactions only for these.
+        std::string shown = "{ readConcern: { level: \"snapshot\"";
+        if (at) shown += fmt::format(", atClusterTime: Timestamp({}, {})", at->secs, at->inc);
+        shown += " } }";
+        uasserted(ErrorCode::InvalidOptions,
+                  fmt::format("Command {} does not support {} :: caused by :: read concern not "
+                              "supported",
+                              op.name, shown));
+    }
+    if (at) {
+        Timestamp current = clock_.latest();
+        if (current < *at)
+            uasserted(ErrorCode::InvalidOptions,
+                      fmt::format("readConcern atClusterTime value must not be greater than the "
+                                  "current clusterTime. Requested clusterTime: Timestamp({}, {}); "
+                                  "current clusterTime: Timestamp({}, {})",
+                                  at->secs, at->inc, current.secs, current.inc));
+        if (at->asU64() < oldestReadable_.load())
             uasserted(ErrorCode::SnapshotTooOld,
-                      "atClusterTime is older than the newest snapshot this store can read at");
+                      fmt::format("Read timestamp Timestamp({}, {}) is older than the oldest "
+                                  "available timestamp.",
+                                  at->secs, at->inc));
     }
-    std::optional<Timestamp> after = waitFor("afterClusterTime");
-    if (!after) after = waitFor("atClusterTime");
-    if (!after) return;
-    // A single member: every write up to `after` is visible once no write with a
-    // smaller timestamp is still committing. A time beyond ours moves the clock.
-    if (clock_.latest() < *after) clock_.advanceTo(*after);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (oplog_->visibleUpTo() < *after) {
-        if (std::chrono::steady_clock::now() > deadline)
-            uasserted(ErrorCode::MaxTimeMSExpired,
-                      "timed out waiting for afterClusterTime to become visible");
-        std::this_thread::yield();
+    if (!after) after = at;
+    if (after) {
+        // A single member: every write up to `after` is visible once no write with a
+        // smaller timestamp is still committing. A time beyond ours moves the clock.
+        if (clock_.latest() < *after) clock_.advanceTo(*after);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (oplog_->visibleUpTo() < *after) {
+            if (std::chrono::steady_clock::now() > deadline)
+                uasserted(ErrorCode::MaxTimeMSExpired,
+                          "timed out waiting for afterClusterTime to become visible");
+            std::this_thread::yield();
+        }
     }
+    if (!snapshot || inTransaction || op.name == "getMore") return std::nullopt;
+    lastSnapshotReadSecs_ = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    if (at) return at;
+    // No time given: the newest time at which every write has committed (at or
+    // after afterClusterTime, which was waited for above).
+    Timestamp t = oplog_->visibleUpTo();
+    if (t.asU64() < oldestReadable_.load()) t = Timestamp::fromU64(oldestReadable_.load());
+    return t;
+}
+
+/// Adds a snapshot read's cluster time to its reply, where mongod puts it:
+/// cursor.atClusterTime for find, aggregate and getMore, atClusterTime for distinct.
+void appendAtClusterTime(bson_t* body, Timestamp at) {
+    bson_t cursor;
+    if (!bson::subDocument(body, "cursor", &cursor)) {
+        bson_iter_t values;
+        if (bson::find(body, "values", &values)) appendTimestamp(body, "atClusterTime", at);
+        return;
+    }
+    bson::Doc rebuilt;
+    bson_iter_t it;
+    bson_iter_init(&it, body);
+    while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (key != "cursor") {
+            bson::appendIter(rebuilt.mut(), key, it);
+            continue;
+        }
+        bson_t c;
+        BSON_APPEND_DOCUMENT_BEGIN(rebuilt.mut(), "cursor", &c);
+        bson_concat(&c, &cursor);
+        appendTimestamp(&c, "atClusterTime", at);
+        bson_append_document_end(rebuilt.mut(), &c);
+    }
+    bson_reinit(body);
+    bson_concat(body, rebuilt.get());
 }
 
 namespace {
@@ -620,7 +837,18 @@ void runOutsideTransaction(OperationContext& op, const CommandSpec& spec, bson_t
 }  // namespace
 
 void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
-    if (isReplicaSet()) waitForReadConcern(op.args);
+    // A snapshot read outside a transaction reads at one cluster time, which the
+    // reply reports; its cursor's getMores read at the same time.
+    struct ReadAtScope {
+        ~ReadAtScope() { currentOperation().readAt.reset(); }
+    } readAtScope;
+    if (isReplicaSet()) currentOperation().readAt = waitForReadConcern(op);
+    runInSession(op, spec, body);
+    // (a getMore sets readAt from its cursor)
+    if (const auto& at = currentOperation().readAt) appendAtClusterTime(body, *at);
+}
+
+void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* body) {
     bson_t lsidDoc;
     if (!op.args.subDocument("lsid", &lsidDoc)) {
         if (op.args.has("txnNumber"))
@@ -664,6 +892,11 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
     if (!isReplicaSet())
         uasserted(ErrorCode::IllegalOperation,
                   "Transaction numbers are only allowed on a replica set member or mongos");
+    if (op.name == "count")
+        uasserted(
+            ErrorCode::OperationNotSupportedInTransaction,
+            "Cannot run 'count' in a multi-document transaction. Please see "
+            "http://dochub.mongodb.org/core/transaction-count for a recommended alternative.");
     if (!allowedInTransaction(op.name))
         uasserted(ErrorCode::OperationNotSupportedInTransaction,
                   fmt::format("Cannot run '{}' in a multi-document transaction.", op.name));
@@ -673,7 +906,18 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
             uasserted(
                 ErrorCode::ConflictingOperationInProgress,
                 fmt::format("Transaction {} has already been started on this session.", txnNumber));
-        sessions_->begin(*st, txnNumber);
+        // readConcern {level: "snapshot", atClusterTime}: the transaction reads at it
+        // (checked and waited for by waitForReadConcern).
+        uint64_t readAt = 0;
+        bson_t rc;
+        bson_iter_t at;
+        if (op.args.subDocument("readConcern", &rc) && bson::find(&rc, "atClusterTime", &at) &&
+            BSON_ITER_HOLDS_TIMESTAMP(&at)) {
+            Timestamp t;
+            bson_iter_timestamp(&at, &t.secs, &t.inc);
+            readAt = t.asU64();
+        }
+        sessions_->begin(*st, txnNumber, readAt);
     } else if (st->txnNumber != txnNumber &&
                !(op.name == "commitTransaction" && sessions_->committedBefore(*st, txnNumber))) {
         uasserted(ErrorCode::NoSuchTransaction,
@@ -692,6 +936,7 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
                 : fmt::format("Transaction {} is not in progress", txnNumber));
     }
     cur.txn = st.get();
+    Catalog::transactionToken() = st.get();  // its uncommitted collections are visible to it
     try {
         spec.run(op, body);
     } catch (...) {
@@ -699,6 +944,8 @@ void Store::runWithSession(OperationContext& op, const CommandSpec& spec, bson_t
         sessions_->abort(*st);
         throw;
     }
+    // A write error (reported in the reply's writeErrors) aborts it too.
+    if (cur.abortTransactionAfterCommand) sessions_->abort(*st);
 }
 
 void Store::appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction) {

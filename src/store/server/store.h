@@ -139,10 +139,14 @@ class Store {
 
   private:
     void gossipClusterTime(const bson::Fields& cmd);
-    void waitForReadConcern(const bson::Fields& cmd);
+    /// Checks the command's readConcern and waits for its afterClusterTime /
+    /// atClusterTime to be visible. Returns the cluster time a snapshot read
+    /// outside a transaction reads at (nullopt for any other read concern).
+    std::optional<Timestamp> waitForReadConcern(const OperationContext& op);
     void appendClusterTime(bson_t* reply);
     void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
+    void runInSession(OperationContext& op, const CommandSpec& spec, bson_t* body);
     /// Counts a finished command in the usage statistics of the collection it names.
     void recordUsage(std::string_view name, const std::string& ns, int64_t micros);
     /// With --auth: whether `client` may run command `name`; the error to send
@@ -155,6 +159,13 @@ class Store {
     std::unique_ptr<Catalog> catalog_;
     std::unique_ptr<CursorManager> cursors_;
     LogicalClock clock_;
+    // The oldest cluster time snapshot reads may ask for (history kept in
+    // WiredTiger since then; the start-up time after a restart).
+    std::atomic<uint64_t> oldestReadable_{0};
+    // When a snapshot read last asked for a time (seconds since the epoch): the
+    // full history window is kept only while snapshot reads happen.
+    std::atomic<int64_t> lastSnapshotReadSecs_{0};
+    void advanceSnapshotHistory();
     std::unique_ptr<Oplog> oplog_;
     std::unique_ptr<SessionCatalog> sessions_;
     bson_oid_t processId_;

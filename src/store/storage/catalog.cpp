@@ -386,7 +386,37 @@ void Catalog::shutdown() {
     sessions_.closeIdle();
 }
 
+const void*& Catalog::transactionToken() {
+    thread_local const void* token = nullptr;
+    return token;
+}
+
+void Catalog::markPendingCreate(const std::string& ns, const void* owner) {
+    std::lock_guard lk(pendingMu_);
+    pendingCreates_[ns] = owner;
+    pendingCount_ = pendingCreates_.size();
+}
+
+void Catalog::clearPendingCreate(const std::string& ns) {
+    std::lock_guard lk(pendingMu_);
+    pendingCreates_.erase(ns);
+    pendingCount_ = pendingCreates_.size();
+}
+
+bool Catalog::hiddenFromThisThread(std::string_view ns) const {
+    if (pendingCount_.load(std::memory_order_acquire) == 0) return false;  // the usual case
+    std::lock_guard lk(pendingMu_);
+    auto it = pendingCreates_.find(ns);
+    return it != pendingCreates_.end() && it->second != transactionToken();
+}
+
 std::shared_ptr<const CollectionEntry> Catalog::lookup(std::string_view ns) const {
+    auto it = colls_.find(ns);
+    if (it == colls_.end() || hiddenFromThisThread(ns)) return nullptr;
+    return it->second;
+}
+
+std::shared_ptr<const CollectionEntry> Catalog::lookupIncludingPending(std::string_view ns) const {
     auto it = colls_.find(ns);
     return it == colls_.end() ? nullptr : it->second;
 }
@@ -395,21 +425,27 @@ std::vector<std::shared_ptr<const CollectionEntry>> Catalog::listCollections(
     std::string_view db) const {
     std::vector<std::shared_ptr<const CollectionEntry>> out;
     for (const auto& [ns, e] : colls_)
-        if (e->db == db) out.push_back(e);
+        if (e->db == db && !hiddenFromThisThread(ns)) out.push_back(e);
     return out;
 }
 
 std::vector<std::string> Catalog::listDatabases() const {
     std::set<std::string> dbs;
-    for (const auto& [ns, e] : colls_) dbs.insert(e->db);
+    for (const auto& [ns, e] : colls_)
+        if (!hiddenFromThisThread(ns)) dbs.insert(e->db);
     return {dbs.begin(), dbs.end()};
 }
 
 StatusWith<std::shared_ptr<const CollectionEntry>> Catalog::createCollection(const std::string& ns,
                                                                              const bson_t* options,
                                                                              bool withIdIndex) {
-    if (colls_.count(ns))
+    if (colls_.count(ns)) {
+        if (hiddenFromThisThread(ns))
+            return Status(ErrorCode::WriteConflict,
+                          "WriteConflict error: this operation conflicted with another operation. "
+                          "Please retry your operation or multi-document transaction.");
         return Status(ErrorCode::NamespaceExists, fmt::format("Collection {} already exists.", ns));
+    }
     // Names come back in listCollections, listDatabases and change events, where a
     // driver must be able to read them: no database or collection of invalid UTF-8.
     if (!bson_utf8_validate(ns.data(), ns.size(), false))
@@ -486,6 +522,7 @@ Status Catalog::dropCollection(const std::string& ns) {
         }
     }
     colls_.erase(it);
+    clearPendingCreate(ns);
     dropTableEventually(e->uri);
     for (const auto& idx : e->indexes) dropTableEventually(idx->uri);
     return Status::OK();

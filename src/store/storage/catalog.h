@@ -108,13 +108,26 @@ class Catalog {
     SessionPool& sessions() { return sessions_; }
     std::shared_mutex& ddlLock() { return ddl_; }
 
-    // Lookups (callers hold ddlLock() shared or exclusive).
+    // Collections a multi-document transaction created and has not committed
+    // are seen only by that transaction: the thread running one of its
+    // statements names it here (an opaque token, null outside transactions).
+    static const void*& transactionToken();
+    /// Hides `ns` from every thread whose transactionToken() is not `owner`.
+    void markPendingCreate(const std::string& ns, const void* owner);
+    /// The transaction committed (or its collection was dropped): visible to all.
+    void clearPendingCreate(const std::string& ns);
+
+    // Lookups (callers hold ddlLock() shared or exclusive). A collection another
+    // transaction created and has not committed is absent.
     std::shared_ptr<const CollectionEntry> lookup(std::string_view ns) const;
+    /// Also a collection some transaction created and has not committed.
+    std::shared_ptr<const CollectionEntry> lookupIncludingPending(std::string_view ns) const;
     std::vector<std::shared_ptr<const CollectionEntry>> listCollections(std::string_view db) const;
     std::vector<std::string> listDatabases() const;
 
     // DDL. Callers hold ddlLock() exclusively.
-    /// Creates a collection with its _id index. NamespaceExists(48) if present.
+    /// Creates a collection with its _id index. NamespaceExists(48) if present,
+    /// WriteConflict(112) while another transaction's uncommitted create holds it.
     StatusWith<std::shared_ptr<const CollectionEntry>> createCollection(const std::string& ns,
                                                                         const bson_t* options,
                                                                         bool withIdIndex = true);
@@ -147,6 +160,11 @@ class Catalog {
     std::map<std::string, std::shared_ptr<CollectionEntry>, std::less<>> colls_;
     std::atomic<uint64_t> identCounter_{0};
     std::vector<std::string> pendingDrops_;
+    /// Whether `ns` is another transaction's uncommitted collection.
+    bool hiddenFromThisThread(std::string_view ns) const;
+    mutable std::mutex pendingMu_;
+    std::map<std::string, const void*, std::less<>> pendingCreates_;
+    std::atomic<size_t> pendingCount_{0};  // pendingCreates_.size(), read without the mutex
 };
 
 /// Splits "db.coll" at the first dot.

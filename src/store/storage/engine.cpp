@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -65,6 +66,12 @@ void writeConflictBackoff(int attempt) {
                                      : attempt < 200 ? std::chrono::microseconds(5000)
                                                      : std::chrono::microseconds(10000);
     std::this_thread::sleep_for(wait);
+}
+
+void Session::setCommitTimestamp(uint64_t ts) {
+    char cfg[64];
+    std::snprintf(cfg, sizeof cfg, "commit_timestamp=%llx", static_cast<unsigned long long>(ts));
+    wtCheck(s_->timestamp_transaction(s_, cfg), "timestamp_transaction");
 }
 
 void Session::rollback() {
@@ -179,6 +186,25 @@ std::string Engine::creationString(const std::string& uri) {
 Status Engine::compact(const std::string& uri) {
     auto s = newSession();
     return wtStatus(s->get()->compact(s->get(), uri.c_str(), nullptr), "compact " + uri);
+}
+
+void Engine::advanceTimestamps(uint64_t stable, uint64_t oldest) {
+    if (stable == 0) return;
+    if (oldest > stable) oldest = stable;
+    char cfg[96];
+    // Stable first: oldest may not pass it. Both only ever move forward (WiredTiger
+    // ignores older values); stable has no effect on checkpoints of logged tables.
+    std::snprintf(cfg, sizeof cfg, "stable_timestamp=%llx",
+                  static_cast<unsigned long long>(stable));
+    int ret = conn_->set_timestamp(conn_, cfg);
+    if (ret == 0 && oldest != 0) {
+        std::snprintf(cfg, sizeof cfg, "oldest_timestamp=%llx",
+                      static_cast<unsigned long long>(oldest));
+        ret = conn_->set_timestamp(conn_, cfg);
+    }
+    if (ret != 0)
+        log::warning("storage", 9140003, "set_timestamp failed",
+                     fmt::format(R"({{"error":{}}})", log::quote(wiredtiger_strerror(ret))));
 }
 
 void Engine::checkpoint() {

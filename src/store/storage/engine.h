@@ -81,6 +81,9 @@ class Session {
     void commitThenSync();
     void rollback();
     bool inTransaction() const { return inTxn_; }
+    /// Sets the open transaction's commit timestamp (a cluster time as u64):
+    /// its updates become visible to readers at that timestamp and later.
+    void setCommitTimestamp(uint64_t ts);
 
   private:
     WT_SESSION* s_;
@@ -134,6 +137,10 @@ class Engine {
     /// Rewrites the table so free space returns to the filesystem (WT compact).
     Status compact(const std::string& uri);
     void checkpoint();
+    /// Moves WiredTiger's stable and oldest timestamps forward (never back):
+    /// history older than `oldest` may be discarded, so reads at a timestamp
+    /// below it are no longer possible. Timestamps are cluster times as u64.
+    void advanceTimestamps(uint64_t stable, uint64_t oldest);
 
   private:
     explicit Engine(WT_CONNECTION* c, std::string tableConfig)

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "common/log.h"
 #include "store/repl/oplog.h"
 
 namespace halo::store {
@@ -107,10 +109,26 @@ void SessionCatalog::end(const bson_t* lsid) {
     if (st->txn == SessionState::Txn::InProgress) abort(*st);
 }
 
-void SessionCatalog::begin(SessionState& st, int64_t txnNumber) {
+void SessionCatalog::begin(SessionState& st, int64_t txnNumber, uint64_t readAt) {
     if (st.txn == SessionState::Txn::InProgress) abort(st);
     st.wtSession = engine_.newSession();
-    st.wtSession->begin();
+    if (readAt != 0) {
+        char cfg[64];
+        std::snprintf(cfg, sizeof cfg, "read_timestamp=%llx",
+                      static_cast<unsigned long long>(readAt));
+        try {
+            st.wtSession->begin(cfg);
+        } catch (const DBException&) {
+            st.wtSession.reset();
+            Timestamp t = Timestamp::fromU64(readAt);
+            uasserted(ErrorCode::SnapshotTooOld,
+                      fmt::format("Read timestamp Timestamp({}, {}) is older than the oldest "
+                                  "available timestamp.",
+                                  t.secs, t.inc));
+        }
+    } else {
+        st.wtSession->begin();
+    }
     st.txnOps.clear();
     st.txnNumber = txnNumber;
     st.txn = SessionState::Txn::InProgress;
@@ -150,11 +168,14 @@ void SessionCatalog::commit(SessionState& st) {
         if (st.wtSession->inTransaction()) st.wtSession->rollback();
         st.wtSession.reset();
         st.txnOps.clear();
+        undoCreatedCollections(st);
         st.txn = SessionState::Txn::Aborted;
         throw;
     }
     st.wtSession.reset();
     st.txnOps.clear();
+    for (const auto& created : st.createdInTxn) catalog_.clearPendingCreate(created.first);
+    st.createdInTxn.clear();
     st.txn = SessionState::Txn::Committed;
 }
 
@@ -164,7 +185,63 @@ void SessionCatalog::abort(SessionState& st) {
         st.wtSession.reset();
     }
     st.txnOps.clear();
+    undoCreatedCollections(st);
     if (st.txn == SessionState::Txn::InProgress) st.txn = SessionState::Txn::Aborted;
+}
+
+void SessionCatalog::undoCreatedCollections(SessionState& st) {
+    auto created = std::move(st.createdInTxn);
+    st.createdInTxn.clear();
+    if (created.empty()) return;
+    std::unique_lock lk(catalog_.ddlLock());
+    for (const auto& [ns, uuid] : created) {
+        auto e = catalog_.lookupIncludingPending(ns);
+        if (!e || std::memcmp(e->uuid, uuid.data(), uuid.size()) != 0) continue;  // gone already
+        bool empty = true;
+        try {
+            PooledSession s(catalog_.sessions());
+            Txn txn(*s);
+            Cursor c = s->open(e->uri);
+            empty = c->next(c.get()) == WT_NOTFOUND;
+        } catch (const DBException&) {
+            empty = false;  // unreadable: keep it rather than lose what it may hold
+        }
+        if (empty) {
+            Status dropped = catalog_.dropCollection(ns);
+            if (!dropped.isOK()) catalog_.clearPendingCreate(ns);  // not hidden forever
+            if (!dropped.isOK())
+                log::warning("txn", 9140001,
+                             "Could not drop a collection an aborted transaction created",
+                             fmt::format(R"({{"ns":{},"error":{}}})", log::quote(ns),
+                                         log::quote(dropped.reason())));
+            continue;
+        }
+        // Written to meanwhile (it cannot be by other clients while hidden): it
+        // stays, visible, and its creation is replicated now.
+        catalog_.clearPendingCreate(ns);
+        try {
+            PooledSession s(catalog_.sessions());
+            Txn txn(*s);
+            Oplog::Unit unit(oplog_, *s);
+            OplogEntry o;
+            o.op = 'c';
+            o.ns = e->db + ".$cmd";
+            o.setUuid(e->uuid);
+            bson::Doc cmd;
+            BSON_APPEND_UTF8(cmd.mut(), "create", e->name.c_str());
+            bson_iter_t it;
+            bson_iter_init(&it, e->options.get());
+            while (bson_iter_next(&it)) bson::appendIter(cmd.mut(), bson_iter_key(&it), it);
+            o.o = std::move(cmd);
+            unit.append(std::move(o));
+            txn.commitThenSync();
+            unit.committed();
+        } catch (const DBException& ex) {
+            log::warning(
+                "txn", 9140002, "Could not log the creation of a collection",
+                fmt::format(R"({{"ns":{},"error":{}}})", log::quote(ns), log::quote(ex.what())));
+        }
+    }
 }
 
 bool SessionCatalog::checkTxnNumber(SessionState& st, int64_t txnNumber) {

@@ -38,6 +38,9 @@ struct SessionState {
     enum class Txn { None, InProgress, Committed, Aborted } txn = Txn::None;
     std::unique_ptr<Session> wtSession;  // the open transaction's snapshot
     std::vector<OplogEntry> txnOps;      // buffered until commit
+    // Collections the open transaction created (by namespace and UUID): their
+    // create entries are in txnOps; an abort drops them again.
+    std::vector<std::pair<std::string, std::array<uint8_t, 16>>> createdInTxn;
     std::chrono::steady_clock::time_point lastUse;
     std::chrono::steady_clock::time_point txnStart;
     // The retryable-write records this session wrote since the store started:
@@ -67,7 +70,9 @@ class SessionCatalog {
     void end(const bson_t* lsid);
 
     // Transactions (the caller holds state.mu).
-    void begin(SessionState& st, int64_t txnNumber);
+    /// `readAt` (a cluster time as u64, 0 for none): the transaction reads at
+    /// that time (readConcern snapshot with atClusterTime) instead of the newest data.
+    void begin(SessionState& st, int64_t txnNumber, uint64_t readAt = 0);
     /// Commits, recording the outcome durably in the same storage transaction.
     void commit(SessionState& st);
     void abort(SessionState& st);
@@ -92,6 +97,10 @@ class SessionCatalog {
     size_t activeSessions() const;
 
   private:
+    /// After a rollback: drops the collections the transaction created, unless
+    /// another client has written to one meanwhile (it then stays, and its
+    /// create entry is written to the oplog on its own).
+    void undoCreatedCollections(SessionState& st);
     /// Removes the records of this session's transactions older than `txnNumber`.
     void forgetOlder(Cursor& c, SessionState& st, int64_t txnNumber);
     static void putRecord(Cursor& c, const std::string& key, const bson_t* value);
@@ -115,6 +124,12 @@ struct CurrentOperation {
     // The retryable write's txnNumber is new to its session: no statement of
     // it has run before, so there is no earlier outcome to look up.
     bool freshTxnNumber = false;
+    // A statement of a write command failed inside the transaction: the reply
+    // reports it in writeErrors (ok: 1) and the transaction aborts afterwards.
+    bool abortTransactionAfterCommand = false;
+    // A snapshot read outside a transaction (readConcern level snapshot): every
+    // storage read of the command, and of its cursor's getMores, is at this time.
+    std::optional<Timestamp> readAt;
 };
 CurrentOperation& currentOperation();
 

@@ -112,11 +112,78 @@ bool UpdateDriver::needsPositional() const {
     return tree_ && tree_->positional();
 }
 
+namespace {
+
+/// Whether the field at position `index` named `key` (starting with '$') is
+/// part of a DBRef: $ref first, then $id, then optionally $db.
+bool dbRefField(std::string_view key, size_t index, const std::vector<std::string_view>& before) {
+    if (key == "$ref") return index == 0;
+    if (key == "$id") return index == 1 && before[0] == "$ref";
+    if (key == "$db") return index == 2 && before[0] == "$ref" && before[1] == "$id";
+    return false;
+}
+
+}  // namespace
+
+std::string firstDollarPrefixedField(const bson_t* doc) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, doc)) return {};
+    std::vector<std::string_view> keys;
+    while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (!key.empty() && key[0] == '$' && !dbRefField(key, keys.size(), keys))
+            return std::string(key);
+        keys.push_back(key);
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+            uint32_t len;
+            const uint8_t* data;
+            if (BSON_ITER_HOLDS_DOCUMENT(&it))
+                bson_iter_document(&it, &len, &data);
+            else
+                bson_iter_array(&it, &len, &data);
+            bson_t sub;
+            if (!bson_init_static(&sub, data, len)) continue;
+            std::string inner = firstDollarPrefixedField(&sub);
+            if (!inner.empty()) return inner;
+        }
+    }
+    return {};
+}
+
+Status validateIdForInsert(const bson_iter_t& id) {
+    bson_type_t t = bson_iter_type(&id);
+    if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
+        return {ErrorCode::InvalidIdField,
+                fmt::format("The '_id' value cannot be of type {}", bson::typeName(t))};
+    if (t == BSON_TYPE_DOCUMENT) {
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&id, &len, &data);
+        bson_t sub;
+        if (bson_init_static(&sub, data, len)) {
+            std::string bad = firstDollarPrefixedField(&sub);
+            if (!bad.empty())
+                return {ErrorCode::DollarPrefixedFieldName,
+                        fmt::format("_id fields may not contain '$'-prefixed fields: {} is not "
+                                    "valid for storage.",
+                                    bad)};
+        }
+    }
+    return Status::OK();
+}
+
 Status validateForStorage(const bson_t* doc) {
     if (doc->len > kMaxUserSize) {
         return {ErrorCode::BSONObjectTooLarge,
                 fmt::format("Resulting document after update is larger than {}", kMaxUserSize)};
     }
+    auto dollarRefused = [](std::string_view key, std::string_view path) -> Status {
+        return {ErrorCode::DollarPrefixedFieldName,
+                fmt::format("The dollar ($) prefixed field '{}' in '{}' is not allowed in the "
+                            "context of an update's replacement document. Consider using an "
+                            "aggregation pipeline with $replaceWith.",
+                            key, path)};
+    };
     bson_iter_t it;
     if (!bson_iter_init(&it, doc)) return {ErrorCode::InvalidBSON, "invalid BSON document"};
     while (bson_iter_next(&it)) {
@@ -128,23 +195,19 @@ Status validateForStorage(const bson_t* doc) {
                         fmt::format("The '_id' value cannot be of type {}", bson::typeName(t))};
             }
             if (t == BSON_TYPE_DOCUMENT) {
+                // As mongod: the _id document's own fields count as top-level ones.
                 bson_iter_t sub;
                 bson_iter_recurse(&it, &sub);
+                std::vector<std::string_view> keys;
                 while (bson_iter_next(&sub)) {
-                    if (bson_iter_key(&sub)[0] == '$') {
-                        return {ErrorCode::DollarPrefixedFieldName,
-                                fmt::format("_id fields may not contain '$'-prefixed fields: {} is "
-                                            "not valid for storage.",
-                                            bson_iter_key(&sub))};
-                    }
+                    std::string_view k = bson_iter_key(&sub);
+                    if (!k.empty() && k[0] == '$' && !dbRefField(k, keys.size(), keys))
+                        return dollarRefused(k, fmt::format("_id.{}", k));
+                    keys.push_back(k);
                 }
             }
         } else if (!key.empty() && key[0] == '$') {
-            return {ErrorCode::DollarPrefixedFieldName,
-                    fmt::format("The dollar ($) prefixed field '{}' in '{}' is not allowed in the "
-                                "context of an update's replacement document. Consider using an "
-                                "aggregation pipeline with $replaceWith.",
-                                key, key)};
+            return dollarRefused(key, key);
         }
     }
     return Status::OK();

@@ -100,8 +100,21 @@ class UpdateDriver {
 bson::Doc seedUpsertDocument(const bson_t* query, bool idOnly = false);
 
 /// Storage validation of a document produced by an update: _id not an
-/// array/regex/undefined (InvalidIdField), no $-prefixed top-level field
-/// (DollarPrefixedFieldName), size <= 16 MiB (BSONObjectTooLarge).
+/// array/regex/undefined (InvalidIdField), no $-prefixed top-level field and no
+/// $-prefixed field directly inside an _id document other than a DBRef's $ref,
+/// $id, $db (DollarPrefixedFieldName, named by its path as mongod 7.0 does), size
+/// <= 16 MiB (BSONObjectTooLarge).
 Status validateForStorage(const bson_t* doc);
+
+/// The first field name at any depth of `doc` that starts with '$' and is not
+/// part of a DBRef ({$ref: <string>, $id: ..., [$db: <string>]}, in that
+/// order), as mongod's BSONObj::storageValidEmbedded finds it; empty if none.
+std::string firstDollarPrefixedField(const bson_t* doc);
+
+/// mongod's check of an inserted document's _id: not an array, regex or
+/// undefined (InvalidIdField, 53), and, when a document, no '$'-prefixed field
+/// at any depth but a DBRef's (DollarPrefixedFieldName, 52: "_id fields may
+/// not contain '$'-prefixed fields: $a is not valid for storage.").
+Status validateIdForInsert(const bson_iter_t& id);
 
 }  // namespace halo::update

@@ -273,6 +273,18 @@ const sessionOps = {
     await session.endSession();
     return undefined;
   },
+  async startTransaction(session, args) {
+    session.startTransaction(args || {});
+    return undefined;
+  },
+  async commitTransaction(session) {
+    await session.commitTransaction();
+    return undefined;
+  },
+  async abortTransaction(session) {
+    await session.abortTransaction();
+    return undefined;
+  },
 };
 
 const TABLES = {

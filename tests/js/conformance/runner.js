@@ -34,6 +34,7 @@ const TEST_RUNNER_OPS = new Set([
   'assertSameLsidOnLastTwoCommands',
   'assertDifferentLsidOnLastTwoCommands',
   'createEntities',
+  'assertSessionTransactionState',
 ]);
 
 // ------------------------------------------------------------------ CLI
@@ -286,6 +287,20 @@ async function runTestRunnerOp(op, ctx) {
       if (l.length < 2) throw new MatchError(op.name, 'fewer than two commands observed');
       const same = exactEqual(l[l.length - 1], l[l.length - 2]);
       if (same !== (op.name === 'assertSameLsidOnLastTwoCommands')) throw new MatchError(op.name, `lsids same=${same}`);
+      return;
+    }
+    case 'assertSessionTransactionState': {
+      // The unified format's states against the Node driver's.
+      const session = ctx.entities.getTyped(a.session, 'session');
+      const states = {
+        none: ['NO_TRANSACTION'],
+        starting: ['STARTING_TRANSACTION'],
+        in_progress: ['TRANSACTION_IN_PROGRESS'],
+        committed: ['TRANSACTION_COMMITTED', 'TRANSACTION_COMMITTED_EMPTY'],
+        aborted: ['TRANSACTION_ABORTED'],
+      };
+      const actual = session.transaction?.state;
+      if (!(states[a.state] || []).includes(actual)) throw new MatchError(op.name, `expected ${a.state}, session is ${actual}`);
       return;
     }
     case 'createEntities':

@@ -67,6 +67,53 @@ TEST(ExpressionTest, FieldPathsAndLiterals) {
     });
 }
 
+TEST(ExpressionTest, GetSetUnsetFieldTakeFieldNamesLiterally) {
+    const char* doc = R"({"a.b": 1, "a": {"b": 2}, "$p": 3, "o": {"k": 1, "j": 2}})";
+    runTable({
+        {R"({"$getField": "a.b"})", doc, "1"},
+        {R"({"$getField": {"field": {"$literal": "$p"}}})", doc, "3"},
+        {R"({"$getField": {"field": "k", "input": "$o"}})", doc, "1"},
+        {R"({"$getField": {"field": "k", "input": "$missing"}})", doc, "null"},
+        {R"({"$getField": "nope"})", doc, nullptr},
+        {R"({"$setField": {"field": "k", "input": "$o", "value": 9}})", doc, R"({"k": 9, "j": 2})"},
+        {R"({"$setField": {"field": {"$literal": "$x"}, "input": "$o", "value": 1}})", doc,
+         R"({"k": 1, "j": 2, "$x": 1})"},
+        {R"({"$setField": {"field": "k", "input": "$o", "value": "$$REMOVE"}})", doc,
+         R"({"j": 2})"},
+        {R"({"$unsetField": {"field": "j", "input": "$o"}})", doc, R"({"k": 1})"},
+        {R"({"$unsetField": {"field": "j", "input": null}})", doc, "null"},
+    });
+    auto code = [&](const char* expr) {
+        try {
+            evalJson(expr, doc);
+        } catch (const DBException& e) {
+            return e.code();
+        }
+        return ErrorCode::OK;
+    };
+    EXPECT_EQ(
+        static_cast<int>(code(R"({"$setField": {"field": "$o.k", "input": "$o", "value": 1}})")),
+        4161106);
+    EXPECT_EQ(static_cast<int>(code(R"({"$getField": {"field": "k", "input": 5}})")), 3041705);
+    EXPECT_EQ(static_cast<int>(code(R"({"$getField": {"field": "k", "bad": 1}})")), 3041701);
+}
+
+TEST(ExpressionTest, RandIsAFreshDoubleInUnitInterval) {
+    double first = -1;
+    bool varied = false;
+    for (int i = 0; i < 50; ++i) {
+        Value v = evalJson(R"({"$rand": {}})", "{}");
+        ASSERT_EQ(v.type(), BSON_TYPE_DOUBLE);
+        double d = v.get().value.v_double;
+        EXPECT_GE(d, 0.0);
+        EXPECT_LT(d, 1.0);
+        if (first >= 0 && d != first) varied = true;
+        if (first < 0) first = d;
+    }
+    EXPECT_TRUE(varied);
+    EXPECT_THROW(evalJson(R"({"$rand": {"a": 1}})", "{}"), DBException);
+}
+
 TEST(ExpressionTest, Arithmetic) {
     runTable({
         {R"({"$add": [1, 2]})", kDoc, "3"},

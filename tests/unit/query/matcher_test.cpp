@@ -500,3 +500,29 @@ TEST(MatcherTest, IndexablePredicates) {
 
 }  // namespace
 }  // namespace halo::query
+
+namespace halo::query {
+namespace {
+
+TEST(MatcherTest, SampleRateKeepsAboutThatShare) {
+    EXPECT_TRUE(runMatch(R"({"$sampleRate": 1})", "{}"));
+    EXPECT_FALSE(runMatch(R"({"$sampleRate": 0})", "{}"));
+    int kept = 0;
+    auto f = bson::Doc::fromJsonOrDie(R"({"$sampleRate": 0.5})");
+    auto m = Matcher::parse(f.get());
+    ASSERT_TRUE(m.isOK());
+    auto d = bson::Doc::fromJsonOrDie("{}");
+    for (int i = 0; i < 2000; ++i) kept += m.getValue()->matches(d.get()) ? 1 : 0;
+    EXPECT_GT(kept, 800);
+    EXPECT_LT(kept, 1200);
+    for (const char* bad :
+         {R"({"$sampleRate": 1.5})", R"({"$sampleRate": "x"})", R"({"$sampleRate": -0.1})"}) {
+        auto b = bson::Doc::fromJsonOrDie(bad);
+        auto sw = Matcher::parse(b.get());
+        ASSERT_FALSE(sw.isOK()) << bad;
+        EXPECT_EQ(sw.getStatus().code(), ErrorCode::BadValue) << bad;
+    }
+}
+
+}  // namespace
+}  // namespace halo::query
