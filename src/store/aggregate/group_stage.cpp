@@ -10,6 +10,7 @@
 #include "store/aggregate/accumulators.h"
 #include "store/aggregate/document_ops.h"
 #include "store/aggregate/stage.h"
+#include "store/query/collator.h"
 
 namespace halo::aggregate {
 namespace {
@@ -17,8 +18,11 @@ namespace {
 using query::Expression;
 using query::Value;
 
+/// Group keys compare under the pipeline's collation (strength 2: "a" and "A"
+/// are one group, keyed by the first value seen).
 struct ValueLess {
-    bool operator()(const Value& a, const Value& b) const { return query::compare(a, b) < 0; }
+    const bson::StringComparator* coll = nullptr;
+    bool operator()(const Value& a, const Value& b) const { return query::compare(a, b, coll) < 0; }
 };
 
 size_t valueBytes(const Value& v) {
@@ -45,7 +49,8 @@ class GroupStage : public Stage {
           key_(std::move(key)),
           accs_(std::move(accs)),
           sortByKey_(sortByKey),
-          ctx_(std::move(ctx)) {}
+          ctx_(std::move(ctx)),
+          index_(ValueLess{ctx_->collator.get()}) {}
 
     std::optional<bson::Doc> next(store::Session& s) override {
         if (!drained_) drain(s);
@@ -98,7 +103,7 @@ class GroupStage : public Stage {
         for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
         if (sortByKey_) {
             std::stable_sort(order_.begin(), order_.end(), [this](size_t a, size_t b) {
-                return query::compare(groups_[a].key, groups_[b].key) < 0;
+                return query::compare(groups_[a].key, groups_[b].key, ctx_->collator.get()) < 0;
             });
         }
         index_.clear();
