@@ -185,6 +185,7 @@ StreamPtr makeSortByCount(StreamPtr in, const StageSpec& s, const ContextPtr& ct
 }
 
 StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
+    const bson::StringComparator* coll = ctx->collator.get();  // boundaries compare under it
     if (!s.isDocument())
         uasserted(ErrorCode::Location40201,
                   fmt::format("Argument to $bucket stage must be an object, but found type: {}.",
@@ -267,7 +268,7 @@ StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
                     "All values in the the 'boundaries' option to $bucket must have the same type. "
                     "Found conflicting types {} and {}.",
                     bson::typeName(a.type()), bson::typeName(b.type())));
-        if (query::compare(a, b) >= 0)
+        if (query::compare(a, b, coll) >= 0)
             uasserted(
                 ErrorCode::Location40194,
                 fmt::format(
@@ -276,7 +277,8 @@ StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
                     i - 1, i, a.toString(), b.toString()));
     }
     if (dflt && bson::canonicalRank(dflt->type()) == bson::canonicalRank(bounds->front().type()) &&
-        query::compare(*dflt, bounds->front()) >= 0 && query::compare(*dflt, bounds->back()) < 0)
+        query::compare(*dflt, bounds->front(), coll) >= 0 &&
+        query::compare(*dflt, bounds->back(), coll) < 0)
         uasserted(ErrorCode::Location40199,
                   "The $bucket 'default' field must be less than the lowest boundary or greater "
                   "than or equal "
@@ -286,13 +288,15 @@ StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
         accs = parseOutput(countSpec.get(), ctx);
     }
     auto keyFn = [groupBy, bounds, dflt, ctx](const bson_t* d) -> Value {
+        const bson::StringComparator* coll = ctx->collator.get();
         Value v = groupBy->evaluate(d, &ctx->variables());
         if (v.isMissing()) v = Value::null();
         if (bson::canonicalRank(v.type()) == bson::canonicalRank(bounds->front().type()) &&
-            query::compare(v, bounds->front()) >= 0 && query::compare(v, bounds->back()) < 0) {
+            query::compare(v, bounds->front(), coll) >= 0 &&
+            query::compare(v, bounds->back(), coll) < 0) {
             auto ub = std::upper_bound(
                 bounds->begin(), bounds->end(), v,
-                [](const Value& x, const Value& b) { return query::compare(x, b) < 0; });
+                [coll](const Value& x, const Value& b) { return query::compare(x, b, coll) < 0; });
             return *(ub - 1);
         }
         if (!dflt)

@@ -515,7 +515,7 @@ class DocUpdater {
                const bson_t* arrayFilters, query::CollatorPtr collator)
         : store_(store), ns_(ns), collator_(std::move(collator)) {
         if (!pipeline) {
-            driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters));
+            driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters, collator_));
             return;
         }
         if (arrayFilters)

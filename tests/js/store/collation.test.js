@@ -99,6 +99,28 @@ test('update, delete, findAndModify and bulkWrite filters use the collation', as
   assert.deepEqual(await c.find().toArray(), [{ _id: 3, x: 'B', hit: true, z: 1 }]);
 });
 
+test('update operators and arrayFilters compare strings under the collation', async () => {
+  const c = ctx.coll();
+  await c.insertOne({ _id: 1, tags: ['Red', 'green'], best: 'M', items: [{ n: 'A', q: 1 }, { n: 'b', q: 2 }] });
+  await c.updateOne({ _id: 1 }, { $addToSet: { tags: { $each: ['RED', 'Blue', 'blue'] } } }, { collation: CI });
+  assert.deepEqual((await c.findOne({ _id: 1 })).tags, ['Red', 'green', 'Blue']);
+  await c.updateOne({ _id: 1 }, { $pull: { tags: 'GREEN' } }, { collation: CI });
+  assert.deepEqual((await c.findOne({ _id: 1 })).tags, ['Red', 'Blue']);
+  await c.updateOne({ _id: 1 }, { $pullAll: { tags: ['red'] } }, { collation: CI });
+  assert.deepEqual((await c.findOne({ _id: 1 })).tags, ['Blue']);
+  await c.updateOne({ _id: 1 }, { $pull: { tags: 'blue' } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).tags, ['Blue'], 'binary $pull keeps "Blue"');
+  // $max: "n" > "M" under both; "m" equals "M" case-insensitively, so nothing changes.
+  const same = await c.updateOne({ _id: 1 }, { $max: { best: 'm' } }, { collation: CI });
+  assert.equal(same.modifiedCount, 0);
+  await c.updateOne({ _id: 1 }, { $max: { best: 'm' } });
+  assert.equal((await c.findOne({ _id: 1 })).best, 'm');
+  await c.updateOne({ _id: 1 }, { $push: { items: { $each: [{ n: 'C', q: 3 }], $sort: { n: 1 } } } }, { collation: CI });
+  assert.deepEqual((await c.findOne({ _id: 1 })).items.map((i) => i.n), ['A', 'b', 'C']);
+  await c.updateOne({ _id: 1 }, { $set: { 'items.$[e].q': 0 } }, { collation: CI, arrayFilters: [{ 'e.n': 'a' }] });
+  assert.deepEqual((await c.findOne({ _id: 1 })).items.map((i) => i.q), [0, 2, 3]);
+});
+
 test('aggregate: $match, $sort, $group keys and expressions use the collation', async () => {
   const c = await seeded(['b', 'A', 'a', 'B', '10', '9']);
   const m = await c.aggregate([{ $match: { x: 'a' } }, { $sort: { _id: 1 } }], { collation: CI }).toArray();
@@ -114,6 +136,15 @@ test('aggregate: $match, $sort, $group keys and expressions use the collation', 
   assert.equal(max[0].s.length, 2);
   const n = await c.aggregate([{ $match: { x: 'B' } }, { $count: 'n' }], { collation: CI }).toArray();
   assert.deepEqual(n, [{ n: 2 }]);
+  const foreign = await seeded(['A', 'x'], 'foreign');
+  const joined = await c
+    .aggregate([{ $match: { _id: 2 } }, { $lookup: { from: foreign.collectionName, localField: 'x', foreignField: 'x', as: 'f' } }], { collation: CI })
+    .toArray();
+  assert.deepEqual(joined[0].f, [{ _id: 0, x: 'A' }]);
+  const buckets = await c
+    .aggregate([{ $match: { x: { $in: ['a', 'b'] } } }, { $bucket: { groupBy: '$x', boundaries: ['a', 'B', 'c'] } }], { collation: CI })
+    .toArray();
+  assert.deepEqual(buckets, [{ _id: 'a', count: 2 }, { _id: 'B', count: 2 }]);
 });
 
 test('numericOrdering sorts "10" after "9" and compares digits as numbers', async () => {
