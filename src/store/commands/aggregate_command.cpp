@@ -297,8 +297,9 @@ void runAggregate(OperationContext& op, bson_t* reply) {
             const uint8_t* data;
             bson_iter_document(&it, &len, &data);
             collation = bson::Doc::copyOf(data, len);
-            // Parsed now, so a bad collation fails before anything runs.
-            (void)effectiveCollator(collation->get(), nullptr);
+            // Parsed now, so a bad collation fails before anything runs (and a change
+            // stream, built before the collection is looked up, filters with it).
+            ctx.collator = effectiveCollator(collation->get(), nullptr);
         }
         // maxTimeMS, comment, readConcern, writeConcern, session and API fields are
         // accepted: the pipeline runs to completion within one command.
@@ -350,7 +351,7 @@ void runAggregate(OperationContext& op, bson_t* reply) {
     CollectionLock lk(op.store.catalog());
     std::shared_ptr<const CollectionEntry> coll =
         collectionless ? nullptr : op.store.catalog().lookup(ns);
-    ctx.collator = effectiveCollator(collation ? collation->get() : nullptr, coll.get());
+    if (!collation) ctx.collator = effectiveCollator(nullptr, coll.get());  // the default
     auto p = runsServerSource(op, pipeline.get(), collectionless)
                  ? buildOverServerSource(op, pipeline.get(), ns, ctx)
                  : aggregate::buildPipeline(coll, pipeline.get(), ctx);

@@ -7,7 +7,9 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { useStore, expectServerError } = require('../lib/fixture');
+const { MongoClient } = require('mongodb');
+const { useStore, expectServerError, CLIENT_DEFAULTS } = require('../lib/fixture');
+const { startStore } = require('../lib/server');
 
 const ctx = useStore({ dbName: 'collation_test' });
 
@@ -299,4 +301,44 @@ test('a unique index with strength 2 treats "A" and "a" as duplicates', async ()
   const d = await seeded(['x', 'X'], 'uniq_build');
   await expectServerError(d.createIndex({ x: 1 }, { unique: true, collation: CI }), 11000);
   await d.createIndex({ x: 1 }, { unique: true });
+});
+
+test('default and index collations survive a restart', async () => {
+  const server = await startStore();
+  const run = async (fn) => {
+    const client = new MongoClient(server.uri(), CLIENT_DEFAULTS);
+    try {
+      await client.connect();
+      return await fn(client.db('collation_restart'));
+    } finally {
+      await client.close();
+    }
+  };
+  try {
+    await run(async (db) => {
+      await db.createCollection('c', { collation: CI });
+      const c = db.collection('c');
+      await c.createIndex({ name: 1 }, { unique: true });
+      await c.createIndex({ n: 1 }, { name: 'n_num', collation: { locale: 'en', numericOrdering: true } });
+      await c.insertMany([{ _id: 'k1', name: 'Ann', n: '10' }, { _id: 'k2', name: 'bob', n: '9' }]);
+    });
+    const info = await server.stop();
+    assert.equal(info.code, 0);
+    await server.start();
+    await run(async (db) => {
+      const c = db.collection('c');
+      const info = (await db.listCollections({ name: 'c' }).toArray())[0];
+      assert.deepEqual(info.options.collation, NORMALIZED_CI);
+      assert.deepEqual((await c.find({ name: 'ANN' }).toArray()).map((d) => d._id), ['k1']);
+      await expectServerError(c.insertOne({ _id: 'k3', name: 'BOB' }), 11000);
+      await expectServerError(c.insertOne({ _id: 'K1', name: 'x' }), 11000);
+      const num = { locale: 'en', numericOrdering: true };
+      const e = await c.find({ n: { $gt: '9' } }).collation(num).explain();
+      assert.equal(ixscan(e).indexName, 'n_num');
+      assert.deepEqual((await c.find({ n: { $gt: '9' } }).collation(num).toArray()).map((d) => d._id), ['k1']);
+      assert.deepEqual((await c.find().sort({ n: 1 }).collation(num).toArray()).map((d) => d.n), ['9', '10']);
+    });
+  } finally {
+    await server.cleanup();
+  }
 });
