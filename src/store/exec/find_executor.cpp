@@ -284,8 +284,8 @@ FindExecutor::FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec
     }
     if (!spec_.projection.empty()) {
         positionalProjection_ = hasPositional(spec_.projection.get());
-        projection_ = std::make_unique<query::Projection>(
-            uassertStatusOK(query::Projection::parse(spec_.projection.get(), matcher_.get())));
+        projection_ = std::make_unique<query::Projection>(uassertStatusOK(
+            query::Projection::parse(spec_.projection.get(), matcher_.get(), spec_.collator)));
     }
     QueryPlan plan =
         coll ? planQuery(*coll, spec_.filter.get(), spec_.sort.empty() ? nullptr : spec_.sort.get(),

@@ -75,6 +75,8 @@ test('comparisons and equality inside arrays and documents use the collation', a
   assert.deepEqual((await c.find({ 'sub.name': { $gte: 'b' } }).toArray()).map((d) => d._id), []);
   assert.deepEqual((await c.find({ tags: { $all: ['GREEN', 'red'] } }).collation(CI).toArray()).map((d) => d._id), [1]);
   assert.deepEqual((await c.find({ $expr: { $eq: ['$sub.name', 'ALICE'] } }).collation(CI).toArray()).map((d) => d._id), [2]);
+  const proj = await c.find({ _id: 1 }, { projection: { tags: { $elemMatch: { $eq: 'GREEN' } }, same: { $eq: ['$sub.name', 'BOB'] } } }).collation(CI).toArray();
+  assert.deepEqual(proj, [{ _id: 1, tags: ['Green'], same: true }]);
 });
 
 test('update, delete, findAndModify and bulkWrite filters use the collation', async () => {
