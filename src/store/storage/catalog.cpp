@@ -31,7 +31,7 @@ namespace {
 /// Parses the validation settings kept in `e.options` (create and collMod
 /// checked them before storing them).
 void attachValidation(CollectionEntry& e) {
-    auto sw = query::CollectionValidation::fromOptions(e.options.get(), "create");
+    auto sw = query::CollectionValidation::fromOptions(e.options.get(), "create", e.collator);
     if (!sw.isOK()) {
         log::warning("storage", 7390100, "Collection validator cannot be parsed; not enforced",
                      fmt::format(R"({{"namespace":{},"error":{}}})", log::quote(e.ns),
@@ -249,7 +249,9 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(
         idx->unique = true;
     }
     if (havePartial) {
-        auto msw = query::Matcher::parse(&partial);
+        query::MatcherParseOptions mo;
+        mo.collator = idx->collator;  // as in mongod, under the index's collation
+        auto msw = query::Matcher::parse(&partial, mo);
         if (!msw.isOK()) return msw.getStatus();
         idx->partialFilter = std::move(msw.getValue());
     }
@@ -327,8 +329,8 @@ Status Catalog::load() {
             }
             bson_t sub;
             if (bson::subDocument(d.get(), "options", &sub)) e->options = bson::Doc::copyOf(&sub);
-            attachValidation(*e);
             attachCollation(*e);
+            attachValidation(*e);
             if (bson::find(d.get(), "uri", &it)) e->uri = bson_iter_utf8(&it, nullptr);
             referenced.insert(e->uri);
             if (bson::find(d.get(), "indexes", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {

@@ -236,6 +236,12 @@ test('collection default collation: used without a collation, overridden by simp
   assert.equal(ixscan(await c.find({ x: 'A' }).explain()).indexName, 'x_inherits');
   assert.equal((await c.find({ x: 'A' }).hint('x_inherits').toArray()).length, 2);
 
+  // The validator compares under the collection's default collation.
+  const v = ctx.db.collection(ctx.collName('dflt_validator'));
+  await ctx.db.createCollection(v.collectionName, { collation: CI, validator: { status: { $in: ['active', 'done'] } } });
+  await v.insertOne({ status: 'ACTIVE' });
+  await expectServerError(v.insertOne({ status: 'other' }), 121);
+
   // String _id values are unique under the default collation, as in mongod.
   const ids = ctx.db.collection(ctx.collName('dflt_ids'));
   await ctx.db.createCollection(ids.collectionName, { collation: CI });
@@ -299,6 +305,12 @@ test('a unique index with strength 2 treats "A" and "a" as duplicates', async ()
   await c.insertOne({ name: 'bob' });
   await expectServerError(c.updateOne({ name: 'bob' }, { $set: { name: 'ALICE' } }), 11000);
   assert.equal(await c.countDocuments(), 3);
+  // A partial filter is evaluated under the index's collation.
+  const p = ctx.coll('uniq_partial');
+  await p.createIndex({ email: 1 }, { unique: true, collation: CI, partialFilterExpression: { kind: 'user' } });
+  await p.insertOne({ email: 'a@x', kind: 'USER' });
+  await expectServerError(p.insertOne({ email: 'A@X', kind: 'user' }), 11000);
+  await p.insertOne({ email: 'A@X', kind: 'bot' });
   // Building a unique index over existing case variants fails.
   const d = await seeded(['x', 'X'], 'uniq_build');
   await expectServerError(d.createIndex({ x: 1 }, { unique: true, collation: CI }), 11000);
