@@ -286,6 +286,9 @@ Status Catalog::persist(Session& s, const CollectionEntry& e) {
         BSON_APPEND_DOCUMENT(&child, "spec", idx->spec.get());
         BSON_APPEND_UTF8(&child, "uri", idx->uri.c_str());
         BSON_APPEND_BOOL(&child, "multikey", idx->multikey.load());
+        // Keys built with the collation (sort keys); older versions kept a collation
+        // in the spec but built bytewise keys (see load()).
+        if (idx->collator) BSON_APPEND_BOOL(&child, "collationKeys", true);
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(d.mut(), &arr);
@@ -308,6 +311,7 @@ Status Catalog::load() {
     st = engine_.createTable(*s, kSizesUri, "S", "qq");
     if (!st.isOK()) return st;
     std::set<std::string> referenced;
+    std::vector<std::pair<std::shared_ptr<CollectionEntry>, std::shared_ptr<IndexEntry>>> rekey;
     try {
         Cursor c = s->open(kCatalogUri);
         while (c->next(c.get()) == 0) {
@@ -350,6 +354,8 @@ Status Catalog::load() {
                     bson_iter_t f;
                     if (bson::find(&ientry, "uri", &f)) idx->uri = bson_iter_utf8(&f, nullptr);
                     if (bson::find(&ientry, "multikey", &f)) idx->multikey = bson_iter_as_bool(&f);
+                    if (idx->collator && !bson::find(&ientry, "collationKeys", &f))
+                        rekey.emplace_back(e, idx);
                     referenced.insert(idx->uri);
                     e->indexes.push_back(idx);
                 }
@@ -420,6 +426,7 @@ Status Catalog::load() {
                       fmt::format(R"({{"uri":{}}})", log::quote(o)));
             (void)engine_.dropTable(*s, o);
         }
+        for (auto& [e, idx] : rekey) rebuildWithCollation(*s, *e, *idx);
     } catch (const DBException& ex) {
         return ex.status();
     }
@@ -623,6 +630,41 @@ Status Catalog::buildIndex(Session& s, const CollectionEntry& coll, const IndexE
         txn.commit(false);
     }
     return Status::OK();
+}
+
+void Catalog::rebuildWithCollation(Session& s, CollectionEntry& coll, IndexEntry& idx) {
+    // Written by a version that kept `collation` in index specs but keyed strings
+    // bytewise: such keys would make collated lookups miss documents. Rebuild them
+    // into a new table; if the collation makes a unique index's keys collide, keep
+    // the bytewise keys and drop the collation from the spec (a correct simple index).
+    std::string oldUri = idx.uri;
+    idx.uri = newIdent("index");
+    Status st = engine_.createTable(s, idx.uri, "u", "u");
+    if (st.isOK()) {
+        try {
+            st = buildIndex(s, coll, idx);
+        } catch (const DBException& ex) {
+            st = ex.status();
+        }
+    }
+    if (!st.isOK()) {
+        log::warning("storage", 7390102, "Index cannot be rebuilt with its collation; kept simple",
+                     fmt::format(R"({{"namespace":{},"index":{},"error":{}}})", log::quote(coll.ns),
+                                 log::quote(idx.name), log::quote(st.reason())));
+        (void)engine_.dropTable(s, idx.uri);
+        idx.uri = oldUri;
+        idx.collator.reset();
+        idx.spec = withCollation(idx.spec.get(), nullptr);
+    }
+    Txn txn(s);
+    uassertStatusOK(persist(s, coll));
+    txn.commit();
+    if (st.isOK()) {
+        log::info("storage", 7390103, "Rebuilt index keys with the index collation",
+                  fmt::format(R"({{"namespace":{},"index":{}}})", log::quote(coll.ns),
+                              log::quote(idx.name)));
+        (void)engine_.dropTable(s, oldUri);
+    }
 }
 
 Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {

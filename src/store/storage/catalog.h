@@ -148,6 +148,9 @@ class Catalog {
     Status commitEntry(const std::shared_ptr<CollectionEntry>& next);
     std::string newIdent(const char* kind);
     Status buildIndex(Session& s, const CollectionEntry& coll, const IndexEntry& idx);
+    /// At load: re-keys an index whose spec names a collation but whose keys
+    /// were built bytewise by an older version.
+    void rebuildWithCollation(Session& s, CollectionEntry& coll, IndexEntry& idx);
     void dropTableEventually(const std::string& uri);
 
     Engine& engine_;
