@@ -6,7 +6,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config ccache clang clang-format clang-tidy
   libbson-dev libmongoc-dev libwiredtiger-dev wiredtiger
   libasio-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libpcre2-dev libssl-dev openssl libsnappy-dev libzstd-dev zlib1g-dev
+  libpcre2-dev libicu-dev libssl-dev openssl libsnappy-dev libzstd-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libgoogle-perftools-dev
   python3-pymongo python3-snappy python3-zstandard
   openjdk-17-jdk-headless libmongodb-java

@@ -131,7 +131,7 @@ int canonicalRank(bson_type_t t) {
     return 0;
 }
 
-int compareValues(const bson_value_t& a, const bson_value_t& b) {
+int compareValues(const bson_value_t& a, const bson_value_t& b, const StringComparator* strings) {
     int ra = canonicalRank(a.value_type), rb = canonicalRank(b.value_type);
     if (ra != rb) return cmp3(ra, rb);
     switch (a.value_type) {
@@ -156,12 +156,16 @@ int compareValues(const bson_value_t& a, const bson_value_t& b) {
                 b.value_type == BSON_TYPE_UTF8 ? b.value.v_utf8.str : b.value.v_symbol.symbol;
             uint32_t bl =
                 b.value_type == BSON_TYPE_UTF8 ? b.value.v_utf8.len : b.value.v_symbol.len;
+            if (strings) {
+                int c = strings->compare(std::string_view(as, al), std::string_view(bs, bl));
+                return c < 0 ? -1 : (c > 0 ? 1 : 0);
+            }
             return compareStrings(as, al, bs, bl);
         }
         case BSON_TYPE_DOCUMENT:
         case BSON_TYPE_ARRAY:
             return compareDocBytes(a.value.v_doc.data, a.value.v_doc.data_len, b.value.v_doc.data,
-                                   b.value.v_doc.data_len);
+                                   b.value.v_doc.data_len, strings);
         case BSON_TYPE_BINARY: {
             if (a.value.v_binary.data_len != b.value.v_binary.data_len)
                 return cmp3(a.value.v_binary.data_len, b.value.v_binary.data_len);
@@ -215,7 +219,8 @@ int compareValues(const bson_value_t& a, const bson_value_t& b) {
     return 0;
 }
 
-int compareDocBytes(const uint8_t* a, uint32_t alen, const uint8_t* b, uint32_t blen) {
+int compareDocBytes(const uint8_t* a, uint32_t alen, const uint8_t* b, uint32_t blen,
+                    const StringComparator* strings) {
     bson_iter_t ia, ib;
     if (!bson_iter_init_from_data(&ia, a, alen) || !bson_iter_init_from_data(&ib, b, blen)) {
         return cmp3(alen, blen);
@@ -227,13 +232,13 @@ int compareDocBytes(const uint8_t* a, uint32_t alen, const uint8_t* b, uint32_t 
         if (ra != rb) return cmp3(ra, rb);
         int c = std::strcmp(bson_iter_key(&ia), bson_iter_key(&ib));
         if (c != 0) return c < 0 ? -1 : 1;
-        c = compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
+        c = compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib), strings);
         if (c != 0) return c;
     }
 }
 
-int compareDocs(const bson_t* a, const bson_t* b) {
-    return compareDocBytes(bson_get_data(a), a->len, bson_get_data(b), b->len);
+int compareDocs(const bson_t* a, const bson_t* b, const StringComparator* strings) {
+    return compareDocBytes(bson_get_data(a), a->len, bson_get_data(b), b->len, strings);
 }
 
 }  // namespace halo::bson

@@ -340,7 +340,8 @@ namespace halo {
     X(Location51047, 51047)                          \
     X(Location51272, 51272)                          \
     X(Location5858203, 5858203)                      \
-    X(Location40415, 40415)
+    X(Location40415, 40415)                          \
+    X(IncompatibleCollationVersion, 254)
 
 enum class ErrorCode : int {
 #define HALO_X(name, num) name = num,

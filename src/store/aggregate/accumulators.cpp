@@ -129,10 +129,10 @@ class AvgAcc : public Accumulator {
 
 class MinMaxAcc : public Accumulator {
   public:
-    explicit MinMaxAcc(int sign) : sign_(sign) {}
+    MinMaxAcc(int sign, const bson::StringComparator* coll) : sign_(sign), coll_(coll) {}
     void process(const Value& v) override {
         if (v.isNullish()) return;
-        if (best_.isMissing() || sign_ * query::compare(v, best_) > 0) best_ = v;
+        if (best_.isMissing() || sign_ * query::compare(v, best_, coll_) > 0) best_ = v;
     }
     Value result() const override { return best_.isMissing() ? Value::null() : best_; }
     size_t memoryBytes() const override { return sizeof(Value) + valueBytes(best_); }
@@ -147,6 +147,7 @@ class MinMaxAcc : public Accumulator {
 
   private:
     int sign_;
+    const bson::StringComparator* coll_;
     Value best_;
 };
 
@@ -177,12 +178,12 @@ class LastAcc : public Accumulator {
 
 class PushAcc : public Accumulator {
   public:
-    explicit PushAcc(bool unique) : unique_(unique) {}
+    PushAcc(bool unique, const bson::StringComparator* coll) : unique_(unique), coll_(coll) {}
     void process(const Value& v) override {
         if (v.isMissing()) return;
         if (unique_) {
             for (const auto& e : values_)
-                if (query::compare(e, v) == 0) return;
+                if (query::compare(e, v, coll_) == 0) return;
         }
         bytes_ += sizeof(Value) + MinMaxAcc::valueBytes(v);
         values_.push_back(v);
@@ -192,6 +193,7 @@ class PushAcc : public Accumulator {
 
   private:
     bool unique_;
+    const bson::StringComparator* coll_;
     std::vector<Value> values_;
     size_t bytes_ = 0;
 };
@@ -270,12 +272,12 @@ bool isKnown(std::string_view op) {
 std::unique_ptr<Accumulator> AccumulatorSpec::make() const {
     if (op == "$sum" || op == "$count") return std::make_unique<SumAcc>();
     if (op == "$avg") return std::make_unique<AvgAcc>();
-    if (op == "$min") return std::make_unique<MinMaxAcc>(-1);
-    if (op == "$max") return std::make_unique<MinMaxAcc>(1);
+    if (op == "$min") return std::make_unique<MinMaxAcc>(-1, collator.get());
+    if (op == "$max") return std::make_unique<MinMaxAcc>(1, collator.get());
     if (op == "$first") return std::make_unique<FirstAcc>();
     if (op == "$last") return std::make_unique<LastAcc>();
-    if (op == "$push") return std::make_unique<PushAcc>(false);
-    if (op == "$addToSet") return std::make_unique<PushAcc>(true);
+    if (op == "$push") return std::make_unique<PushAcc>(false, nullptr);
+    if (op == "$addToSet") return std::make_unique<PushAcc>(true, collator.get());
     if (op == "$stdDevPop") return std::make_unique<StdDevAcc>(false);
     if (op == "$stdDevSamp") return std::make_unique<StdDevAcc>(true);
     if (op == "$mergeObjects") return std::make_unique<MergeObjectsAcc>();
@@ -300,6 +302,7 @@ AccumulatorSpec parseAccumulator(const std::string& field, const bson_iter_t& it
                   fmt::format("The field '{}' must be an accumulator object", field));
     AccumulatorSpec spec;
     spec.field = field;
+    spec.collator = opts.collator;
     spec.op = bson_iter_key(&sub);
     bson_iter_t argIt = sub;
     if (bson_iter_next(&sub))

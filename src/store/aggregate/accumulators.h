@@ -31,6 +31,8 @@ struct AccumulatorSpec {
     std::string field;
     std::string op;  // "$sum", ...
     std::unique_ptr<query::Expression> arg;
+    /// The collation $min/$max/$addToSet compare strings with (null: binary).
+    std::shared_ptr<const bson::StringComparator> collator;
     std::unique_ptr<Accumulator> make() const;
 };
 

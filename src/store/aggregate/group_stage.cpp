@@ -10,6 +10,7 @@
 #include "store/aggregate/accumulators.h"
 #include "store/aggregate/document_ops.h"
 #include "store/aggregate/stage.h"
+#include "store/query/collator.h"
 
 namespace halo::aggregate {
 namespace {
@@ -17,8 +18,11 @@ namespace {
 using query::Expression;
 using query::Value;
 
+/// Group keys compare under the pipeline's collation (strength 2: "a" and "A"
+/// are one group, keyed by the first value seen).
 struct ValueLess {
-    bool operator()(const Value& a, const Value& b) const { return query::compare(a, b) < 0; }
+    const bson::StringComparator* coll = nullptr;
+    bool operator()(const Value& a, const Value& b) const { return query::compare(a, b, coll) < 0; }
 };
 
 size_t valueBytes(const Value& v) {
@@ -45,7 +49,8 @@ class GroupStage : public Stage {
           key_(std::move(key)),
           accs_(std::move(accs)),
           sortByKey_(sortByKey),
-          ctx_(std::move(ctx)) {}
+          ctx_(std::move(ctx)),
+          index_(ValueLess{ctx_->collator.get()}) {}
 
     std::optional<bson::Doc> next(store::Session& s) override {
         if (!drained_) drain(s);
@@ -98,7 +103,7 @@ class GroupStage : public Stage {
         for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
         if (sortByKey_) {
             std::stable_sort(order_.begin(), order_.end(), [this](size_t a, size_t b) {
-                return query::compare(groups_[a].key, groups_[b].key) < 0;
+                return query::compare(groups_[a].key, groups_[b].key, ctx_->collator.get()) < 0;
             });
         }
         index_.clear();
@@ -180,6 +185,7 @@ StreamPtr makeSortByCount(StreamPtr in, const StageSpec& s, const ContextPtr& ct
 }
 
 StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
+    const bson::StringComparator* coll = ctx->collator.get();  // boundaries compare under it
     if (!s.isDocument())
         uasserted(ErrorCode::Location40201,
                   fmt::format("Argument to $bucket stage must be an object, but found type: {}.",
@@ -262,7 +268,7 @@ StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
                     "All values in the the 'boundaries' option to $bucket must have the same type. "
                     "Found conflicting types {} and {}.",
                     bson::typeName(a.type()), bson::typeName(b.type())));
-        if (query::compare(a, b) >= 0)
+        if (query::compare(a, b, coll) >= 0)
             uasserted(
                 ErrorCode::Location40194,
                 fmt::format(
@@ -271,7 +277,8 @@ StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
                     i - 1, i, a.toString(), b.toString()));
     }
     if (dflt && bson::canonicalRank(dflt->type()) == bson::canonicalRank(bounds->front().type()) &&
-        query::compare(*dflt, bounds->front()) >= 0 && query::compare(*dflt, bounds->back()) < 0)
+        query::compare(*dflt, bounds->front(), coll) >= 0 &&
+        query::compare(*dflt, bounds->back(), coll) < 0)
         uasserted(ErrorCode::Location40199,
                   "The $bucket 'default' field must be less than the lowest boundary or greater "
                   "than or equal "
@@ -281,13 +288,15 @@ StreamPtr makeBucket(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
         accs = parseOutput(countSpec.get(), ctx);
     }
     auto keyFn = [groupBy, bounds, dflt, ctx](const bson_t* d) -> Value {
+        const bson::StringComparator* coll = ctx->collator.get();
         Value v = groupBy->evaluate(d, &ctx->variables());
         if (v.isMissing()) v = Value::null();
         if (bson::canonicalRank(v.type()) == bson::canonicalRank(bounds->front().type()) &&
-            query::compare(v, bounds->front()) >= 0 && query::compare(v, bounds->back()) < 0) {
+            query::compare(v, bounds->front(), coll) >= 0 &&
+            query::compare(v, bounds->back(), coll) < 0) {
             auto ub = std::upper_bound(
                 bounds->begin(), bounds->end(), v,
-                [](const Value& x, const Value& b) { return query::compare(x, b) < 0; });
+                [coll](const Value& x, const Value& b) { return query::compare(x, b, coll) < 0; });
             return *(ub - 1);
         }
         if (!dflt)

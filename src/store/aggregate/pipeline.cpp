@@ -5,6 +5,7 @@
 #include "store/aggregate/stage.h"
 #include "store/aggregate/vector_source.h"
 #include "store/exec/find_executor.h"
+#include "store/query/collator.h"
 #include "store/storage/catalog.h"
 
 namespace halo::aggregate {
@@ -20,6 +21,7 @@ void PipelineContext::setVariable(const std::string& name, query::Value v) {
 query::ExpressionParseOptions PipelineContext::parseOptions() const {
     query::ExpressionParseOptions o;
     o.userVariables = varNames_;
+    o.collator = collator;
     return o;
 }
 
@@ -291,6 +293,7 @@ std::unique_ptr<Pipeline> buildPipeline(std::shared_ptr<const store::CollectionE
     }
     bson::Doc sortSpec = spec.sort.copy();
     if (ctx->hint) spec.hint = ctx->hint->copy();
+    spec.collator = ctx->collator;
     auto exec = std::make_unique<store::FindExecutor>(coll, std::move(spec));
     if (coll && !sortSpec.empty() && ctx->allowDiskUse && !exec->plan().providesSort) {
         // A blocking sort in the find layer has a hard memory limit; with allowDiskUse
@@ -298,6 +301,7 @@ std::unique_ptr<Pipeline> buildPipeline(std::shared_ptr<const store::CollectionE
         store::FindSpec noSort;
         noSort.filter = filter.copy();
         if (ctx->hint) noSort.hint = ctx->hint->copy();
+        noSort.collator = ctx->collator;
         exec = std::make_unique<store::FindExecutor>(coll, std::move(noSort));
         i = beforeSort;
     }

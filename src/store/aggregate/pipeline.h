@@ -26,6 +26,10 @@
 #include "store/exec/doc_stream.h"
 #include "store/query/expression.h"
 
+namespace halo::query {
+class Collator;
+}  // namespace halo::query
+
 namespace halo::store {
 class Catalog;
 struct CollectionEntry;
@@ -47,6 +51,10 @@ struct PipelineContext {
     /// The command's index hint for the pushed-down find ({$hint: name} or a key pattern);
     /// null for none. Not inherited by $lookup sub-pipelines.
     std::shared_ptr<const bson::Doc> hint;
+    /// The operation's collation (the command's, else the collection's default):
+    /// $match, $sort, $group keys, accumulators and expressions compare strings
+    /// with it; null: binary.
+    std::shared_ptr<const query::Collator> collator;
     /// Blocking-stage memory limit (tests lower it).
     size_t memoryLimitBytes = kBlockingStageMemoryLimit;
 

@@ -179,7 +179,9 @@ StreamPtr makeMatch(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
         uasserted(ErrorCode::Location15959, "the match filter must be an expression in an object");
     bson_t spec = s.doc();
     bson::Doc filter = bindFilterVariables(&spec, *ctx);
-    auto m = uassertStatusOK(query::Matcher::parse(filter.get()));
+    query::MatcherParseOptions mo;
+    mo.collator = ctx->collator;
+    auto m = uassertStatusOK(query::Matcher::parse(filter.get(), mo));
     return std::make_unique<MatchStage>(std::move(in), std::move(m));
 }
 

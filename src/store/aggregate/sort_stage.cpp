@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "store/aggregate/stage.h"
+#include "store/query/collator.h"
 #include "store/query/sort.h"
 
 namespace halo::aggregate {
@@ -99,7 +100,7 @@ bson::Doc parseSortSpec(const StageSpec& s) {
 }
 
 StreamPtr makeSort(StreamPtr in, const bson_t* sortSpec, int64_t topK, const ContextPtr& ctx) {
-    auto pattern = uassertStatusOK(query::SortPattern::parse(sortSpec));
+    auto pattern = uassertStatusOK(query::SortPattern::parse(sortSpec, ctx->collator));
     return std::make_unique<SortStage>(std::move(in), std::move(pattern), topK, ctx);
 }
 

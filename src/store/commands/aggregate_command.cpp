@@ -12,6 +12,8 @@
 #include "store/commands/stage_sources.h"
 #include "store/commands/write_path.h"
 #include "store/exec/change_stream.h"
+#include "store/exec/find_executor.h"
+#include "store/query/collator.h"
 
 namespace halo::store {
 namespace {
@@ -237,6 +239,7 @@ void runAggregate(OperationContext& op, bson_t* reply) {
     ctx.nowMillis = wallClockMillis();
     std::shared_ptr<const bson::Doc> hint;
     bson::Doc letDoc;
+    std::optional<bson::Doc> collation;
     bson_iter_init(&it, op.cmd);
     bson_iter_next(&it);
     while (bson_iter_next(&it)) {
@@ -290,17 +293,13 @@ void runAggregate(OperationContext& op, bson_t* reply) {
             letDoc = bson::Doc::copyOf(data, len);
         } else if (key == "collation") {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it)) wrongType(key, bson_iter_type(&it), "object");
-            bson_iter_t c;
-            bson_iter_recurse(&it, &c);
-            bool simple = true;
-            while (bson_iter_next(&c)) {
-                if (std::string_view(bson_iter_key(&c)) != "locale" || !BSON_ITER_HOLDS_UTF8(&c) ||
-                    std::string_view(bson_iter_utf8(&c, nullptr)) != "simple")
-                    simple = false;
-            }
-            if (!simple)
-                uasserted(ErrorCode::CommandNotSupported,
-                          "collation is not supported by this server");
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&it, &len, &data);
+            collation = bson::Doc::copyOf(data, len);
+            // Parsed now, so a bad collation fails before anything runs (and a change
+            // stream, built before the collection is looked up, filters with it).
+            ctx.collator = effectiveCollator(collation->get(), nullptr);
         }
         // maxTimeMS, comment, readConcern, writeConcern, session and API fields are
         // accepted: the pipeline runs to completion within one command.
@@ -352,6 +351,7 @@ void runAggregate(OperationContext& op, bson_t* reply) {
     CollectionLock lk(op.store.catalog());
     std::shared_ptr<const CollectionEntry> coll =
         collectionless ? nullptr : op.store.catalog().lookup(ns);
+    if (!collation) ctx.collator = effectiveCollator(nullptr, coll.get());  // the default
     auto p = runsServerSource(op, pipeline.get(), collectionless)
                  ? buildOverServerSource(op, pipeline.get(), ns, ctx)
                  : aggregate::buildPipeline(coll, pipeline.get(), ctx);

@@ -12,6 +12,7 @@
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/exec/interrupt.h"
+#include "store/query/collator.h"
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
 #include "store/query/sort.h"
@@ -101,6 +102,15 @@ class CommandLet {
   private:
     std::optional<aggregate::PipelineContext> ctx_;
 };
+/// The collation an operation uses: the `collation` argument of `cmd` (a command
+/// or one write statement; TypeMismatch when not an object), else the
+/// collection's default. One rule for every command, as in mongod.
+query::CollatorPtr collationFor(const bson_t* cmd, const CollectionEntry* coll,
+                                std::string_view cmdName) {
+    bson_t spec;
+    bool have = cmdarg::getDoc(cmd, "collation", &spec, cmdName);
+    return effectiveCollator(have ? &spec : nullptr, coll);
+}
 
 // ---------------------------------------------------------------- find
 
@@ -137,6 +147,7 @@ void runFind(OperationContext& op, bson_t* reply) {
     }
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
+    spec.collator = collationFor(op.cmd, coll.get(), "find");
     auto exec = std::make_unique<FindExecutor>(coll, std::move(spec));
     if (!coll) {
         bson_t cursor, arr;
@@ -544,10 +555,11 @@ HALO_REGISTER_COMMAND(CommandSpec{{"insert"}, runInsert});
 class DocUpdater {
   public:
     DocUpdater(Store& store, const std::string& ns, const bson_t* u, bool pipeline,
-               const bson_t* arrayFilters, const aggregate::PipelineContext* let = nullptr)
-        : store_(store), ns_(ns), let_(let) {
+               const bson_t* arrayFilters, query::CollatorPtr collator,
+               const aggregate::PipelineContext* let = nullptr)
+        : store_(store), ns_(ns), collator_(std::move(collator)), let_(let) {
         if (!pipeline) {
-            driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters));
+            driver_ = uassertStatusOK(update::UpdateDriver::parse(u, arrayFilters, collator_));
             return;
         }
         if (arrayFilters)
@@ -593,6 +605,7 @@ class DocUpdater {
         ctx.db = splitNs(ns_).first;
         ctx.ns = ns_;
         ctx.nowMillis = nowMillis();
+        ctx.collator = collator_;
         if (let_)  // the command's `let` variables
             for (const auto& name : let_->variableNames())
                 if (const query::Value* v = let_->variables().get(name)) ctx.setVariable(name, *v);
@@ -631,6 +644,7 @@ class DocUpdater {
 
     Store& store_;
     std::string ns_;
+    query::CollatorPtr collator_;
     std::unique_ptr<update::UpdateDriver> driver_;
     bson::Doc pipeline_;
     const aggregate::PipelineContext* let_;
@@ -668,11 +682,16 @@ UpdateOutcome outcomeFromDoc(const bson_t* d) {
 
 UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, const bson_t* u,
                          bool pipelineUpdate, const bson_t* arrayFilters, bool multi, bool upsert,
-                         const bson_t* sort, const bson_t* hint, bool wantDocs, int32_t stmtId,
+                         const bson_t* sort, const bson_t* hint, const bson_t* collation,
+                         bool wantDocs, int32_t stmtId,
                          const aggregate::PipelineContext* let = nullptr) {
     if (auto prior = priorOutcome(store, stmtId)) return outcomeFromDoc(prior->get());
-    auto driver = std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters, let);
-    auto matcher = uassertStatusOK(query::Matcher::parse(q));
+    query::CollatorPtr collator = effectiveCollator(collation, store.catalog().lookup(ns).get());
+    auto driver =
+        std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters, collator, let);
+    query::MatcherParseOptions mo;
+    mo.collator = collator;
+    auto matcher = uassertStatusOK(query::Matcher::parse(q, mo));
     UpdateOutcome out;
     Catalog& catalog = store.catalog();
     return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
@@ -684,6 +703,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
             if (sort) spec.sort = bson::Doc::copyOf(sort);
             if (hint) spec.hint = bson::Doc::copyOf(hint);
             if (!multi) spec.limit = 1;
+            spec.collator = collator;
             std::vector<std::pair<int64_t, bson::Doc>> targets;
             if (sort && bson_count_keys(sort) > 0) {
                 FindExecutor exec(coll, std::move(spec));
@@ -697,7 +717,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                     }
                 }
             } else {
-                QueryPlan plan = planQuery(*coll, q, nullptr, hint);
+                QueryPlan plan = planQuery(*coll, q, nullptr, hint, collator.get());
                 ScanStage scan(coll, std::move(plan),
                                std::shared_ptr<const query::Matcher>(matcher.get(),
                                                                      [](const query::Matcher*) {}));
@@ -826,13 +846,16 @@ void runUpdate(OperationContext& op, bson_t* reply) {
             bool multi = cmdarg::getBool(stmt.get(), "multi", false);
             bool upsert = cmdarg::getBool(stmt.get(), "upsert", false);
             bson::Doc hint = hintOf(stmt.get());
+            bson_t coll;
+            bool haveColl = cmdarg::getDoc(stmt.get(), "collation", &coll, "update.updates");
             op.store.counters().update++;
             if (upsert) ensureCollection(op.store, ns);
             CollectionLock lk(op.store.catalog());
             std::optional<bson::Doc> boundQ = let.bind(&q);
             auto o = updateDocs(op.store, ns, boundQ ? boundQ->get() : &q, &u, pipelineUpdate,
                                 haveAf ? &af : nullptr, multi, upsert, nullptr,
-                                hint.empty() ? nullptr : hint.get(), false, i, let.context());
+                                hint.empty() ? nullptr : hint.get(), haveColl ? &coll : nullptr,
+                                false, i, let.context());
             n += o.n;
             nModified += o.nModified;
             if (o.upsertedId) {
@@ -864,8 +887,8 @@ HALO_REGISTER_COMMAND(CommandSpec{{"update"}, runUpdate});
 
 /// Deletes matching documents (limit 1 stops at the first); returns the count.
 int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool justOne,
-                   const bson_t* sort, const bson_t* hint, std::optional<bson::Doc>* removed,
-                   int32_t stmtId) {
+                   const bson_t* sort, const bson_t* hint, const bson_t* collation,
+                   std::optional<bson::Doc>* removed, int32_t stmtId) {
     if (auto prior = priorOutcome(store, stmtId)) {
         bson_iter_t it;
         bson_t doc;
@@ -873,8 +896,12 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
             *removed = bson::Doc::copyOf(&doc);
         return bson::find(prior->get(), "n", &it) ? bson_iter_as_int64(&it) : 0;
     }
-    auto matcher = std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q)));
     Catalog& catalog = store.catalog();
+    query::CollatorPtr collator = effectiveCollator(collation, catalog.lookup(ns).get());
+    query::MatcherParseOptions mo;
+    mo.collator = collator;
+    auto matcher =
+        std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q, mo)));
     return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) -> int64_t {
         auto coll = catalog.lookup(ns);
         if (!coll) return 0;
@@ -884,6 +911,7 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
             spec.filter = bson::Doc::copyOf(q);
             spec.sort = bson::Doc::copyOf(sort);
             spec.limit = 1;
+            spec.collator = collator;
             FindExecutor exec(coll, std::move(spec));
             if (auto d = exec.next(s)) {
                 bson_iter_t idIt;
@@ -892,7 +920,7 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
                         targets.emplace_back(*rid, std::move(*d));
             }
         } else {
-            ScanStage scan(coll, planQuery(*coll, q, nullptr, hint), matcher);
+            ScanStage scan(coll, planQuery(*coll, q, nullptr, hint, collator.get()), matcher);
             int64_t rid;
             while (auto d = scan.next(s, &rid)) {
                 targets.emplace_back(rid, std::move(*d));
@@ -954,11 +982,14 @@ void runDelete(OperationContext& op, bson_t* reply) {
                           "The limit field in delete objects must be 0 or 1. Got " +
                               std::to_string(limit));
             bson::Doc hint = hintOf(stmt.get());
+            bson_t coll;
+            bool haveColl = cmdarg::getDoc(stmt.get(), "collation", &coll, "delete.deletes");
             op.store.counters().del++;
             CollectionLock lk(op.store.catalog());
             std::optional<bson::Doc> boundQ = let.bind(&q);
             n += deleteDocs(op.store, ns, boundQ ? boundQ->get() : &q, limit == 1, nullptr,
-                            hint.empty() ? nullptr : hint.get(), nullptr, i);
+                            hint.empty() ? nullptr : hint.get(), haveColl ? &coll : nullptr,
+                            nullptr, i);
         } catch (const DBException& e) {
             if (recordWriteError(errors, i, e) || ordered) break;
         }
@@ -1003,6 +1034,9 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
                   "Cannot specify both new=true and remove=true; 'remove' always returns the "
                   "deleted document");
     bson::Doc hint = hintOf(op.args);
+    bson_t collSpec;
+    bool haveColl = cmdarg::getDoc(op.args, "collation", &collSpec, "findAndModify");
+    const bson_t* collation = haveColl ? &collSpec : nullptr;
     std::optional<bson::Doc> value;
     bson_t leo;
     std::unique_ptr<query::Projection> proj;
@@ -1013,7 +1047,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         op.store.counters().del++;
         CollectionLock lk(op.store.catalog());
         int64_t n = deleteDocs(op.store, ns, query, true, haveSort ? &sort : nullptr,
-                               hint.empty() ? nullptr : hint.get(), &value, 0);
+                               hint.empty() ? nullptr : hint.get(), collation, &value, 0);
         BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
         BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(n));
         bson_append_document_end(reply, &leo);
@@ -1023,7 +1057,7 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
         CollectionLock lk(op.store.catalog());
         auto o = updateDocs(op.store, ns, query, &update, pipelineUpdate, haveAf ? &af : nullptr,
                             false, upsert, haveSort ? &sort : nullptr,
-                            hint.empty() ? nullptr : hint.get(), true, 0, let.context());
+                            hint.empty() ? nullptr : hint.get(), collation, true, 0, let.context());
         BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
         BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(o.n + (o.upsertedId ? 1 : 0)));
         BSON_APPEND_BOOL(&leo, "updatedExisting", o.n > 0);
@@ -1065,6 +1099,7 @@ void runCount(OperationContext& op, bson_t* reply) {
     if (limit < 0) limit = -limit;
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
+    query::CollatorPtr collator = collationFor(op.cmd, coll.get(), "count");
     int64_t n = 0;
     if (coll) {
         if (query.empty() && !op.args.has("hint")) {
@@ -1076,6 +1111,7 @@ void runCount(OperationContext& op, bson_t* reply) {
             spec.hint = hintOf(op.args);
             spec.skip = skip;
             spec.limit = limit;
+            spec.collator = collator;
             FindExecutor exec(coll, std::move(spec));
             ReadScope rs(op.store);
             while (exec.next(rs.session())) ++n;
@@ -1142,12 +1178,14 @@ void runDistinct(OperationContext& op, bson_t* reply) {
     if (cmdarg::getDoc(op.args, "query", &qv, "distinct")) query = bson::Doc::copyOf(&qv);
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
+    query::CollatorPtr collator = collationFor(op.cmd, coll.get(), "distinct");
     bson_t arr;
     BSON_APPEND_ARRAY_BEGIN(reply, "values", &arr);
     if (coll) {
         FindSpec spec;
         spec.filter = std::move(query);
         spec.hint = hintOf(op.args);
+        spec.collator = collator;
         FindExecutor exec(coll, std::move(spec));
         ReadScope rs(op.store);
         Session* s = &rs.session();
@@ -1161,7 +1199,7 @@ void runDistinct(OperationContext& op, bson_t* reply) {
             for (const auto& v : vals) {
                 bool seen = false;
                 for (const auto& x : distinct)
-                    if (bson::compareValues(x, v) == 0) {
+                    if (bson::compareValues(x, v, collator.get()) == 0) {
                         seen = true;
                         break;
                     }
@@ -1234,7 +1272,9 @@ int64_t removeExpired(Store& store, int64_t nowMs) {
                         auto now = catalog.lookup(coll->ns);
                         if (!now || now->uri != coll->uri) break;
                         ReadScope rs(store);
-                        ScanStage scan(now, planQuery(*now, q.get(), nullptr, nullptr), matcher);
+                        ScanStage scan(
+                            now, planQuery(*now, q.get(), nullptr, nullptr, now->collator.get()),
+                            matcher);
                         int64_t rid;
                         while (static_cast<int64_t>(ids.size()) < kBatch) {
                             auto d = scan.next(rs.session(), &rid);
@@ -1255,7 +1295,7 @@ int64_t removeExpired(Store& store, int64_t nowMs) {
                         bson_append_document_end(one.mut(), &cond);
                         CollectionLock lk(catalog);
                         removed += deleteDocs(store, coll->ns, one.get(), true, nullptr, nullptr,
-                                              nullptr, -1);
+                                              nullptr, nullptr, -1);
                     }
                     if (static_cast<int64_t>(ids.size()) < kBatch) break;
                 }

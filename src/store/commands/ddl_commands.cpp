@@ -466,6 +466,9 @@ HALO_REGISTER_COMMAND(CommandSpec{
         std::string ns = op.db + "." + bson_iter_utf8(&it, nullptr);
         FindSpec spec;
         bson_t sub;
+        // The explained operation's collation: the command's, or its first statement's.
+        std::optional<bson::Doc> collation;
+        if (bson::subDocument(&inner, "collation", &sub)) collation = bson::Doc::copyOf(&sub);
         auto take = [&](const char* f) {
             return bson::subDocument(&inner, f, &sub) ? bson::Doc::copyOf(&sub) : bson::Doc();
         };
@@ -509,6 +512,8 @@ HALO_REGISTER_COMMAND(CommandSpec{
                     bson_t stmt;
                     bson_init_static(&stmt, data, len);
                     if (bson::subDocument(&stmt, "q", &sub)) spec.filter = bson::Doc::copyOf(&sub);
+                    if (bson::subDocument(&stmt, "collation", &sub))
+                        collation = bson::Doc::copyOf(&sub);
                 }
             }
         } else {
@@ -527,6 +532,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
             verbosity = bson_iter_utf8(&it, nullptr);
         CollectionLock lk(op.store.catalog());
         auto coll = op.store.catalog().lookup(ns);
+        spec.collator = effectiveCollator(collation ? collation->get() : nullptr, coll.get());
         FindExecutor exec(coll, std::move(spec));
         bson_t qp, wp, rejected;
         BSON_APPEND_INT32(reply, "explainVersion", 1);

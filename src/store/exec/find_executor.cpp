@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "store/exec/interrupt.h"
+#include "store/query/collator.h"
 #include "store/query/matcher.h"
 #include "store/query/projection.h"
 #include "store/query/sort.h"
@@ -261,26 +262,34 @@ std::optional<std::pair<int64_t, bson::Doc>> ScanStage::nextExactKey(Session& s)
     return std::nullopt;
 }
 
+std::shared_ptr<const query::Collator> effectiveCollator(const bson_t* requested,
+                                                         const CollectionEntry* coll) {
+    if (requested) return uassertStatusOK(query::Collator::parse(requested));
+    return coll ? coll->collator : nullptr;
+}
+
 FindExecutor::FindExecutor(std::shared_ptr<const CollectionEntry> coll, FindSpec spec)
     : spec_(std::move(spec)) {
     if (!spec_.filter.empty()) {
-        matcher_ = uassertStatusOK(query::Matcher::parse(spec_.filter.get()));
+        query::MatcherParseOptions mo;
+        mo.collator = spec_.collator;
+        matcher_ = uassertStatusOK(query::Matcher::parse(spec_.filter.get(), mo));
     }
     if (!spec_.sort.empty()) {
         bson_iter_t it;
         bool natural = bson::find(spec_.sort.get(), "$natural", &it);
         if (!natural)
             sort_ = std::make_unique<query::SortPattern>(
-                uassertStatusOK(query::SortPattern::parse(spec_.sort.get())));
+                uassertStatusOK(query::SortPattern::parse(spec_.sort.get(), spec_.collator)));
     }
     if (!spec_.projection.empty()) {
         positionalProjection_ = hasPositional(spec_.projection.get());
-        projection_ = std::make_unique<query::Projection>(
-            uassertStatusOK(query::Projection::parse(spec_.projection.get(), matcher_.get())));
+        projection_ = std::make_unique<query::Projection>(uassertStatusOK(
+            query::Projection::parse(spec_.projection.get(), matcher_.get(), spec_.collator)));
     }
     QueryPlan plan =
         coll ? planQuery(*coll, spec_.filter.get(), spec_.sort.empty() ? nullptr : spec_.sort.get(),
-                         spec_.hint.empty() ? nullptr : spec_.hint.get())
+                         spec_.hint.empty() ? nullptr : spec_.hint.get(), spec_.collator.get())
              : QueryPlan{};
     blockingSort_ = sort_ && !plan.providesSort;
     scan_ = std::make_unique<ScanStage>(std::move(coll), std::move(plan), matcher_);
@@ -389,6 +398,7 @@ void FindExecutor::explain(bson_t* out) const {
         BSON_APPEND_UTF8(cur, "direction", p.reverse ? "backward" : "forward");
         BSON_APPEND_UTF8(cur, "indexBounds", p.boundsSummary.c_str());
         BSON_APPEND_INT32(cur, "intervals", static_cast<int32_t>(p.intervals.size()));
+        if (p.index->collator) p.index->collator->appendTo(cur, "collation");
     } else {
         BSON_APPEND_UTF8(cur, "stage", "COLLSCAN");
         if (!spec_.filter.empty()) BSON_APPEND_DOCUMENT(cur, "filter", spec_.filter.get());

@@ -9,6 +9,7 @@
 #include "store/exec/planner.h"
 
 namespace halo::query {
+class Collator;
 class Matcher;
 class Projection;
 class SortPattern;
@@ -23,7 +24,16 @@ struct FindSpec {
     bson::Doc hint;        // empty: planner's choice
     int64_t skip = 0;
     int64_t limit = 0;  // 0: no limit
+    /// The operation's collation (see effectiveCollator); null: simple.
+    std::shared_ptr<const query::Collator> collator;
 };
+
+/// The collation an operation on `coll` uses: its `collation` document when
+/// given (null: none), parsed with mongod's errors (thrown as DBException),
+/// where {locale: "simple"} means binary comparison even on a collection with
+/// a default collation; else the collection's default (null `coll`: simple).
+std::shared_ptr<const query::Collator> effectiveCollator(const bson_t* requested,
+                                                         const CollectionEntry* coll);
 
 /// Scans the collection through `plan` and yields (record id, document) pairs
 /// matching `matcher` (when given).

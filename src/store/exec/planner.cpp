@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "bson/compare.h"
+#include "store/query/collator.h"
 #include "store/storage/key_string.h"
 
 namespace halo::store {
@@ -31,7 +32,8 @@ bool isOperatorDoc(const bson_iter_t& it) {
     return bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$';
 }
 
-void collect(const bson_t* filter, std::map<std::string, FieldBounds>& out) {
+void collect(const bson_t* filter, std::map<std::string, FieldBounds>& out,
+             const bson::StringComparator* coll) {
     bson_iter_t it;
     if (!bson_iter_init(&it, filter)) return;
     while (bson_iter_next(&it)) {
@@ -45,7 +47,7 @@ void collect(const bson_t* filter, std::map<std::string, FieldBounds>& out) {
                 const uint8_t* data;
                 bson_iter_document(&arr, &len, &data);
                 bson_t sub;
-                if (bson_init_static(&sub, data, len)) collect(&sub, out);
+                if (bson_init_static(&sub, data, len)) collect(&sub, out, coll);
             }
             continue;
         }
@@ -87,12 +89,12 @@ void collect(const bson_t* filter, std::map<std::string, FieldBounds>& out) {
                     fb.havePoints = true;
                 }
             } else if ((op == "$gt" || op == "$gte") && pointUsable(*v)) {
-                if (!fb.lo || bson::compareValues(*v, *fb.lo) > 0) {
+                if (!fb.lo || bson::compareValues(*v, *fb.lo, coll) > 0) {
                     fb.lo = *v;
                     fb.loIncl = op == "$gte";
                 }
             } else if ((op == "$lt" || op == "$lte") && pointUsable(*v)) {
-                if (!fb.hi || bson::compareValues(*v, *fb.hi) < 0) {
+                if (!fb.hi || bson::compareValues(*v, *fb.hi, coll) < 0) {
                     fb.hi = *v;
                     fb.hiIncl = op == "$lte";
                 }
@@ -101,8 +103,49 @@ void collect(const bson_t* filter, std::map<std::string, FieldBounds>& out) {
     }
 }
 
-bool sortMatchesIndex(const IndexEntry& idx, const bson_t* sort, int skipEqFields, bool* reverse) {
+/// True when `v` holds a string or symbol (also inside documents and arrays):
+/// its place in an index depends on the index's collation.
+bool collatable(const bson_value_t& v) {
+    switch (v.value_type) {
+        case BSON_TYPE_UTF8:
+        case BSON_TYPE_SYMBOL:
+            return true;
+        case BSON_TYPE_DOCUMENT:
+        case BSON_TYPE_ARRAY: {
+            bson_iter_t it;
+            if (!bson_iter_init_from_data(&it, v.value.v_doc.data, v.value.v_doc.data_len))
+                return true;
+            while (bson_iter_next(&it))
+                if (collatable(*bson_iter_value(&it))) return true;
+            return false;
+        }
+        default:
+            return false;
+    }
+}
+
+bool boundsCollatable(const FieldBounds& fb) {
+    for (const auto& v : fb.points)
+        if (collatable(v)) return true;
+    return (fb.lo && collatable(*fb.lo)) || (fb.hi && collatable(*fb.hi));
+}
+
+/// How the query's collation relates to an index's: bounds on strings may be
+/// built only when both compare strings alike; otherwise the index answers
+/// only predicates without strings, and never provides a sort.
+struct IndexCollation {
+    const bson::StringComparator* encode = nullptr;  // the index's collator
+    bool matchesQuery = true;
+};
+
+IndexCollation indexCollation(const IndexEntry& idx, const query::Collator* queryCollator) {
+    return {idx.collator.get(), query::sameCollation(idx.collator.get(), queryCollator)};
+}
+
+bool sortMatchesIndex(const IndexEntry& idx, const bson_t* sort, int skipEqFields, bool* reverse,
+                      const query::Collator* queryCollator) {
     if (!sort || bson_count_keys(sort) == 0) return false;
+    if (!query::sameCollation(idx.collator.get(), queryCollator)) return false;
     if (idx.multikey.load()) return false;
     bson_iter_t it;
     bson_iter_init(&it, sort);
@@ -143,7 +186,7 @@ bool sparseSafe(const FieldBounds& fb) {
 }
 
 int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBounds>& bounds,
-                   std::vector<KeyInterval>* out, std::string* summary) {
+                   const IndexCollation& ic, std::vector<KeyInterval>* out, std::string* summary) {
     if (idx.sparse) {
         auto first = bounds.find(idx.pattern.fields.front().first);
         if (first == bounds.end() || !sparseSafe(first->second)) return -1;
@@ -160,12 +203,13 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
         auto it = bounds.find(field);
         if (it == bounds.end()) break;
         const FieldBounds& fb = it->second;
+        if (!ic.matchesQuery && boundsCollatable(fb)) break;
         if (fb.havePoints) {
             std::vector<std::string> next;
             for (const auto& p : prefixes)
                 for (const auto& v : fb.points) {
                     std::string k = p;
-                    keystring::appendValue(k, v, desc);
+                    keystring::appendValue(k, v, desc, ic.encode);
                     next.push_back(std::move(k));
                 }
             if (next.size() > 4096) break;
@@ -195,11 +239,11 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
                 const auto& first = desc ? hi : lo;
                 const auto& last = desc ? lo : hi;
                 if (first) {
-                    keystring::appendValue(a, *first, desc);
+                    keystring::appendValue(a, *first, desc, ic.encode);
                     aIncl = desc ? hiIncl : loIncl;
                 }
                 if (last) {
-                    keystring::appendValue(b, *last, desc);
+                    keystring::appendValue(b, *last, desc, ic.encode);
                     bIncl = desc ? loIncl : hiIncl;
                 }
                 iv.start = std::move(a);
@@ -227,9 +271,9 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
 }  // namespace
 
 QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bson_t* sort,
-                    const bson_t* hint) {
+                    const bson_t* hint, const query::Collator* collator) {
     std::map<std::string, FieldBounds> bounds;
-    if (filter) collect(filter, bounds);
+    if (filter) collect(filter, bounds, collator);
 
     auto allKeys = [](QueryPlan& p) {
         p.intervals = {KeyInterval{"", true, "", true}};
@@ -260,7 +304,8 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
         QueryPlan p;
         p.index = chosen;
         std::string sum;
-        int score = buildIntervals(*chosen, bounds, &p.intervals, &sum);
+        int score =
+            buildIntervals(*chosen, bounds, indexCollation(*chosen, collator), &p.intervals, &sum);
         if (score < 0) {
             p.intervals.clear();
             allKeys(p);
@@ -269,7 +314,7 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
         }
         bool rev = false;
         int eqSkip = score < 0 ? 0 : score / 2;
-        if (sortMatchesIndex(*chosen, sort, eqSkip, &rev) && p.intervals.size() == 1) {
+        if (sortMatchesIndex(*chosen, sort, eqSkip, &rev, collator) && p.intervals.size() == 1) {
             p.providesSort = true;
             p.reverse = rev;
         }
@@ -285,12 +330,13 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
         QueryPlan p;
         p.index = idx;
         std::string sum;
-        int score = buildIntervals(*idx, bounds, &p.intervals, &sum);
+        int score =
+            buildIntervals(*idx, bounds, indexCollation(*idx, collator), &p.intervals, &sum);
         if (score < 0) continue;
         p.boundsSummary = sum;
         p.eqFields = score / 2;
         bool rev = false;
-        if (p.intervals.size() == 1 && sortMatchesIndex(*idx, sort, p.eqFields, &rev)) {
+        if (p.intervals.size() == 1 && sortMatchesIndex(*idx, sort, p.eqFields, &rev, collator)) {
             p.providesSort = true;
             p.reverse = rev;
         }
@@ -315,7 +361,7 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
         for (const auto& idx : coll.indexes) {
             bool rev = false;
             if (idx->partialFilter || idx->sparse) continue;
-            if (sortMatchesIndex(*idx, sort, 0, &rev)) {
+            if (sortMatchesIndex(*idx, sort, 0, &rev, collator)) {
                 QueryPlan p;
                 p.index = idx;
                 allKeys(p);

@@ -40,7 +40,10 @@ struct QueryPlan {
 
 /// Picks a plan. `hint` may be empty, an index name (string) or a key pattern;
 /// an unknown hint is BadValue(2) "hint provided does not correspond to an existing index".
+/// `collator` is the query's collation (null: simple): an index with another
+/// collation is used only for bounds without strings and never for a sort, as
+/// in mongod; string bounds are encoded in the index's collation.
 QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bson_t* sort,
-                    const bson_t* hint);
+                    const bson_t* hint, const query::Collator* collator = nullptr);
 
 }  // namespace halo::store

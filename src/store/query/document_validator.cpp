@@ -9,8 +9,10 @@ namespace halo::query {
 
 DocumentValidator::~DocumentValidator() = default;
 
-StatusWith<std::unique_ptr<DocumentValidator>> DocumentValidator::parse(const bson_t* validator) {
+StatusWith<std::unique_ptr<DocumentValidator>> DocumentValidator::parse(
+    const bson_t* validator, std::shared_ptr<const Collator> collator) {
     MatcherParseOptions options;
+    options.collator = std::move(collator);
     options.annotate = true;
     options.forValidator = true;
     auto sw = Matcher::parse(validator, options);
@@ -68,8 +70,8 @@ StatusWith<int> enumeration(const bson_t* options, std::string_view command, std
 
 }  // namespace
 
-StatusWith<CollectionValidation> CollectionValidation::fromOptions(const bson_t* options,
-                                                                   std::string_view command) {
+StatusWith<CollectionValidation> CollectionValidation::fromOptions(
+    const bson_t* options, std::string_view command, std::shared_ptr<const Collator> collator) {
     CollectionValidation cv;
     auto level = enumeration(options, command, "validationLevel", {"strict", "moderate", "off"}, 0);
     if (!level.isOK()) return level.getStatus();
@@ -84,7 +86,7 @@ StatusWith<CollectionValidation> CollectionValidation::fromOptions(const bson_t*
         bson_t v;
         bson::subDocument(options, "validator", &v);
         if (bson_count_keys(&v) > 0) {
-            auto sw = DocumentValidator::parse(&v);
+            auto sw = DocumentValidator::parse(&v, collator);
             if (!sw.isOK()) return sw.getStatus();
             cv.validator = std::move(sw.getValue());
         }

@@ -18,6 +18,7 @@
 
 namespace halo::query {
 
+class Collator;
 class Matcher;
 
 enum class ValidationLevel { kStrict, kModerate, kOff };
@@ -31,7 +32,10 @@ class DocumentValidator {
     /// $jsonSchema; $where, $text and $near are "not allowed in this context".
     /// Errors keep the parser's code, with mongod's "Parsing of collection
     /// validator failed" context.
-    static StatusWith<std::unique_ptr<DocumentValidator>> parse(const bson_t* validator);
+    /// `collator`: the collection's default collation, which the validator's
+    /// string comparisons use, as in mongod (null: binary).
+    static StatusWith<std::unique_ptr<DocumentValidator>> parse(
+        const bson_t* validator, std::shared_ptr<const Collator> collator = nullptr);
 
     /// True when `doc` passes (an $expr that fails to evaluate does not pass).
     bool matches(const bson_t* doc) const;
@@ -55,8 +59,9 @@ struct CollectionValidation {
     /// collMod options, with mongod's codes (TypeMismatch for a wrong type,
     /// BadValue for an unknown level or action, the parser's for the validator);
     /// `command` names the command in messages ("create.validationLevel").
-    static StatusWith<CollectionValidation> fromOptions(const bson_t* options,
-                                                        std::string_view command);
+    static StatusWith<CollectionValidation> fromOptions(
+        const bson_t* options, std::string_view command,
+        std::shared_ptr<const Collator> collator = nullptr);
     bool active() const { return validator && level != ValidationLevel::kOff; }
 };
 

@@ -125,19 +125,27 @@ class ArrayNode : public Expression {
 
 class FunctionNode : public Expression {
   public:
-    FunctionNode(std::string name, ScalarFn fn, std::vector<ExprPtr> args)
-        : name_(std::move(name)), fn_(fn), args_(std::move(args)) {}
+    FunctionNode(std::string name, const ScalarOp& op, std::vector<ExprPtr> args,
+                 std::shared_ptr<const bson::StringComparator> coll)
+        : name_(std::move(name)),
+          fn_(op.fn),
+          collated_(op.collated),
+          args_(std::move(args)),
+          coll_(op.collated ? std::move(coll) : nullptr) {}
     Value eval(EvalContext& ctx) const override {
         std::vector<Value> vals;
         vals.reserve(args_.size());
         for (const auto& a : args_) vals.push_back(a->eval(ctx));
+        if (collated_) return collated_(vals, name_, coll_.get());
         return fn_(vals, name_);
     }
 
   private:
     std::string name_;
     ScalarFn fn_;
+    CollatedFn collated_;
     std::vector<ExprPtr> args_;
+    std::shared_ptr<const bson::StringComparator> coll_;  // comparing operators only
 };
 
 class AndOrNode : public Expression {
@@ -421,12 +429,12 @@ class SetFieldNode : public Expression {
 
 // ---- array, object and set functions ----
 
-Value fnIn(const std::vector<Value>& a, std::string_view) {
+Value fnIn(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     if (!a[1].isArray())
         fail(40081, fmt::format("$in requires an array as a second argument, found: {}",
                                 typeNameOf(a[1])));
     for (const auto& e : a[1].arrayElements()) {
-        if (compare(e, a[0]) == 0) return Value::fromBool(true);
+        if (compare(e, a[0], coll) == 0) return Value::fromBool(true);
     }
     return Value::fromBool(false);
 }
@@ -543,7 +551,7 @@ Value fnReverseArray(const std::vector<Value>& a, std::string_view) {
     return Value::fromArray(e);
 }
 
-Value fnIndexOfArray(const std::vector<Value>& a, std::string_view) {
+Value fnIndexOfArray(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     if (a[0].isNullish()) return Value::null();
     if (!a[0].isArray())
         fail(40090, fmt::format("$indexOfArray requires an array as a first argument, found: {}",
@@ -567,7 +575,7 @@ Value fnIndexOfArray(const std::vector<Value>& a, std::string_view) {
     int64_t start = idx(2, 0), end = std::min<int64_t>(idx(3, static_cast<int64_t>(elems.size())),
                                                        static_cast<int64_t>(elems.size()));
     for (int64_t i = start; i < end; ++i) {
-        if (compare(elems[i], a[1]) == 0) return Value::fromInt32(static_cast<int32_t>(i));
+        if (compare(elems[i], a[1], coll) == 0) return Value::fromInt32(static_cast<int32_t>(i));
     }
     return Value::fromInt32(-1);
 }
@@ -714,19 +722,22 @@ Value fnArrayToObject(const std::vector<Value>& a, std::string_view) {
     return Value::fromDocument(out.get());
 }
 
-std::vector<Value> asSet(std::vector<Value> v) {
-    std::sort(v.begin(), v.end(), [](const Value& x, const Value& y) { return compare(x, y) < 0; });
-    v.erase(std::unique(v.begin(), v.end(),
-                        [](const Value& x, const Value& y) { return compare(x, y) == 0; }),
-            v.end());
+std::vector<Value> asSet(std::vector<Value> v, const Coll* coll) {
+    std::sort(v.begin(), v.end(),
+              [coll](const Value& x, const Value& y) { return compare(x, y, coll) < 0; });
+    v.erase(
+        std::unique(v.begin(), v.end(),
+                    [coll](const Value& x, const Value& y) { return compare(x, y, coll) == 0; }),
+        v.end());
     return v;
 }
-bool setContains(const std::vector<Value>& set, const Value& v) {
-    return std::binary_search(set.begin(), set.end(), v,
-                              [](const Value& x, const Value& y) { return compare(x, y) < 0; });
+bool setContains(const std::vector<Value>& set, const Value& v, const Coll* coll) {
+    return std::binary_search(set.begin(), set.end(), v, [coll](const Value& x, const Value& y) {
+        return compare(x, y, coll) < 0;
+    });
 }
 
-Value fnSetUnion(const std::vector<Value>& a, std::string_view) {
+Value fnSetUnion(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     std::vector<Value> all;
     for (const auto& v : a) {
         if (v.isNullish()) return Value::null();
@@ -736,10 +747,10 @@ Value fnSetUnion(const std::vector<Value>& a, std::string_view) {
                             typeNameOf(v)));
         for (auto& e : v.arrayElements()) all.push_back(std::move(e));
     }
-    return Value::fromArray(asSet(std::move(all)));
+    return Value::fromArray(asSet(std::move(all), coll));
 }
 
-Value fnSetIntersection(const std::vector<Value>& a, std::string_view) {
+Value fnSetIntersection(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     std::optional<std::vector<Value>> acc;
     for (const auto& v : a) {
         if (v.isNullish()) return Value::null();
@@ -748,21 +759,21 @@ Value fnSetIntersection(const std::vector<Value>& a, std::string_view) {
                  fmt::format(
                      "All operands of $setIntersection must be arrays. One argument is of type: {}",
                      typeNameOf(v)));
-        auto s = asSet(v.arrayElements());
+        auto s = asSet(v.arrayElements(), coll);
         if (!acc) {
             acc = std::move(s);
             continue;
         }
         std::vector<Value> next;
         for (auto& e : *acc) {
-            if (setContains(s, e)) next.push_back(std::move(e));
+            if (setContains(s, e, coll)) next.push_back(std::move(e));
         }
         acc = std::move(next);
     }
     return Value::fromArray(acc ? *acc : std::vector<Value>{});
 }
 
-Value fnSetDifference(const std::vector<Value>& a, std::string_view) {
+Value fnSetDifference(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     if (a[0].isNullish() || a[1].isNullish()) return Value::null();
     if (!a[0].isArray())
         fail(17048,
@@ -774,15 +785,15 @@ Value fnSetDifference(const std::vector<Value>& a, std::string_view) {
              fmt::format(
                  "both operands of $setDifference must be arrays. Second argument is of type: {}",
                  typeNameOf(a[1])));
-    auto rhs = asSet(a[1].arrayElements());
+    auto rhs = asSet(a[1].arrayElements(), coll);
     std::vector<Value> out;
-    for (auto& e : asSet(a[0].arrayElements())) {
-        if (!setContains(rhs, e)) out.push_back(std::move(e));
+    for (auto& e : asSet(a[0].arrayElements(), coll)) {
+        if (!setContains(rhs, e, coll)) out.push_back(std::move(e));
     }
     return Value::fromArray(out);
 }
 
-Value fnSetIsSubset(const std::vector<Value>& a, std::string_view) {
+Value fnSetIsSubset(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     if (!a[0].isArray())
         fail(17046,
              fmt::format(
@@ -793,14 +804,14 @@ Value fnSetIsSubset(const std::vector<Value>& a, std::string_view) {
              fmt::format(
                  "both operands of $setIsSubset must be arrays. Second argument is of type: {}",
                  typeNameOf(a[1])));
-    auto rhs = asSet(a[1].arrayElements());
+    auto rhs = asSet(a[1].arrayElements(), coll);
     for (const auto& e : a[0].arrayElements()) {
-        if (!setContains(rhs, e)) return Value::fromBool(false);
+        if (!setContains(rhs, e, coll)) return Value::fromBool(false);
     }
     return Value::fromBool(true);
 }
 
-Value fnSetEquals(const std::vector<Value>& a, std::string_view) {
+Value fnSetEquals(const std::vector<Value>& a, std::string_view, const Coll* coll) {
     std::optional<std::vector<Value>> first;
     for (const auto& v : a) {
         if (!v.isArray())
@@ -808,14 +819,14 @@ Value fnSetEquals(const std::vector<Value>& a, std::string_view) {
                  fmt::format(
                      "All operands of $setEquals must be arrays. One argument is of type: {}",
                      typeNameOf(v)));
-        auto s = asSet(v.arrayElements());
+        auto s = asSet(v.arrayElements(), coll);
         if (!first) {
             first = std::move(s);
             continue;
         }
         if (s.size() != first->size()) return Value::fromBool(false);
         for (size_t i = 0; i < s.size(); ++i) {
-            if (compare(s[i], (*first)[i]) != 0) return Value::fromBool(false);
+            if (compare(s[i], (*first)[i], coll) != 0) return Value::fromBool(false);
         }
     }
     return Value::fromBool(true);
@@ -860,24 +871,25 @@ Value fnAvg(const std::vector<Value>& a, std::string_view) {
     if (n == 0) return Value::null();
     return divideNumbers(total, static_cast<double>(n));
 }
-Value minMax(const std::vector<Value>& a, bool max) {
+Value minMax(const std::vector<Value>& a, bool max, const Coll* coll) {
     std::optional<Value> best;
     for (auto& v : accumulatorInputs(a)) {
         if (v.isNullish()) continue;
-        if (!best || (max ? compare(v, *best) > 0 : compare(v, *best) < 0)) best = std::move(v);
+        if (!best || (max ? compare(v, *best, coll) > 0 : compare(v, *best, coll) < 0))
+            best = std::move(v);
     }
     return best ? *best : Value::null();
 }
-Value fnMax(const std::vector<Value>& a, std::string_view) {
-    return minMax(a, true);
+Value fnMax(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return minMax(a, true, coll);
 }
-Value fnMin(const std::vector<Value>& a, std::string_view) {
-    return minMax(a, false);
+Value fnMin(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return minMax(a, false, coll);
 }
 
 const ScalarOp* findCoreOp(std::string_view name) {
     static const ScalarOp kOps[] = {
-        {"$in", fnIn, 2, 2},
+        {"$in", nullptr, 2, 2, fnIn},
         {"$size", fnSize, 1, 1},
         {"$arrayElemAt", fnArrayElemAt, 2, 2},
         {"$first", fnFirst, 1, 1},
@@ -885,22 +897,22 @@ const ScalarOp* findCoreOp(std::string_view name) {
         {"$slice", fnSlice, 2, 3},
         {"$concatArrays", fnConcatArrays, 0, -1},
         {"$reverseArray", fnReverseArray, 1, 1},
-        {"$indexOfArray", fnIndexOfArray, 2, 4},
+        {"$indexOfArray", nullptr, 2, 4, fnIndexOfArray},
         {"$range", fnRange, 2, 3},
         {"$mergeObjects", fnMergeObjects, 0, -1},
         {"$objectToArray", fnObjectToArray, 1, 1},
         {"$arrayToObject", fnArrayToObject, 1, 1},
-        {"$setUnion", fnSetUnion, 0, -1},
-        {"$setIntersection", fnSetIntersection, 0, -1},
-        {"$setDifference", fnSetDifference, 2, 2},
-        {"$setIsSubset", fnSetIsSubset, 2, 2},
-        {"$setEquals", fnSetEquals, 2, -1},
+        {"$setUnion", nullptr, 0, -1, fnSetUnion},
+        {"$setIntersection", nullptr, 0, -1, fnSetIntersection},
+        {"$setDifference", nullptr, 2, 2, fnSetDifference},
+        {"$setIsSubset", nullptr, 2, 2, fnSetIsSubset},
+        {"$setEquals", nullptr, 2, -1, fnSetEquals},
         {"$allElementsTrue", fnAllElementsTrue, 1, 1},
         {"$anyElementTrue", fnAnyElementTrue, 1, 1},
         {"$sum", fnSum, 0, -1},
         {"$avg", fnAvg, 0, -1},
-        {"$max", fnMax, 0, -1},
-        {"$min", fnMin, 0, -1},
+        {"$max", nullptr, 0, -1, fnMax},
+        {"$min", nullptr, 0, -1, fnMin},
     };
     for (const auto& op : kOps) {
         if (op.name == name) return &op;
@@ -1132,7 +1144,8 @@ struct Parser {
         auto args = parseArgs(v);
         // Accumulator-style operators take their single argument as is.
         checkArity(name, args.size(), op->minArgs, op->maxArgs);
-        return std::make_unique<FunctionNode>(std::string(name), op->fn, std::move(args));
+        return std::make_unique<FunctionNode>(std::string(name), *op, std::move(args),
+                                              opts.collator);
     }
 
     ExprPtr parseCond(const bson_value_t& v) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bson/compare.h"
 #include "common/status.h"
 #include "store/query/value.h"
 
@@ -52,6 +53,9 @@ struct EvalContext;  // internal: per-evaluation state (root, bound variables)
 /// with 17276 "Use of undefined variable: name".
 struct ExpressionParseOptions {
     std::vector<std::string> userVariables;
+    /// The collation string comparisons use ($eq/$cmp/$lt.., $in, $indexOfArray,
+    /// set operators, $max/$min); null: binary.
+    std::shared_ptr<const bson::StringComparator> collator;
 };
 
 /// A node of a parsed aggregation expression. Immutable after parse.

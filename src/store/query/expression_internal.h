@@ -26,12 +26,18 @@ namespace expr_detail {
 
 /// An operator evaluated on its already-evaluated arguments.
 using ScalarFn = Value (*)(const std::vector<Value>& args, std::string_view name);
+using Coll = bson::StringComparator;
+/// An operator that compares values: strings compare under the expression's
+/// collation (`coll`, null for binary), as in mongod.
+using CollatedFn = Value (*)(const std::vector<Value>& args, std::string_view name,
+                             const Coll* coll);
 
 struct ScalarOp {
     std::string_view name;
-    ScalarFn fn;
+    ScalarFn fn;  // null when `collated` is set
     int minArgs;
     int maxArgs;  // -1: unbounded
+    CollatedFn collated = nullptr;
 };
 
 /// The table of scalar operators (arithmetic, string, type, date, set, array helpers).

@@ -308,30 +308,30 @@ Value opTrunc(const std::vector<Value>& args, std::string_view name) {
 
 // ---- comparisons ----
 
-int cmp(const Value& a, const Value& b) {
-    return compare(a, b);
+int cmp(const Value& a, const Value& b, const Coll* coll) {
+    return compare(a, b, coll);
 }
-Value opCmp(const std::vector<Value>& args, std::string_view) {
-    int c = cmp(args[0], args[1]);
+Value opCmp(const std::vector<Value>& args, std::string_view, const Coll* coll) {
+    int c = cmp(args[0], args[1], coll);
     return Value::fromInt32(c < 0 ? -1 : (c > 0 ? 1 : 0));
 }
-Value opEq(const std::vector<Value>& a, std::string_view) {
-    return Value::fromBool(cmp(a[0], a[1]) == 0);
+Value opEq(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return Value::fromBool(cmp(a[0], a[1], coll) == 0);
 }
-Value opNe(const std::vector<Value>& a, std::string_view) {
-    return Value::fromBool(cmp(a[0], a[1]) != 0);
+Value opNe(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return Value::fromBool(cmp(a[0], a[1], coll) != 0);
 }
-Value opGt(const std::vector<Value>& a, std::string_view) {
-    return Value::fromBool(cmp(a[0], a[1]) > 0);
+Value opGt(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return Value::fromBool(cmp(a[0], a[1], coll) > 0);
 }
-Value opGte(const std::vector<Value>& a, std::string_view) {
-    return Value::fromBool(cmp(a[0], a[1]) >= 0);
+Value opGte(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return Value::fromBool(cmp(a[0], a[1], coll) >= 0);
 }
-Value opLt(const std::vector<Value>& a, std::string_view) {
-    return Value::fromBool(cmp(a[0], a[1]) < 0);
+Value opLt(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return Value::fromBool(cmp(a[0], a[1], coll) < 0);
 }
-Value opLte(const std::vector<Value>& a, std::string_view) {
-    return Value::fromBool(cmp(a[0], a[1]) <= 0);
+Value opLte(const std::vector<Value>& a, std::string_view, const Coll* coll) {
+    return Value::fromBool(cmp(a[0], a[1], coll) <= 0);
 }
 Value opNot(const std::vector<Value>& a, std::string_view) {
     return Value::fromBool(!a[0].truthy());
@@ -1284,13 +1284,13 @@ const ScalarOp* findScalarOp(std::string_view name) {
         {"$pow", opPow, 2, 2},
         {"$round", opRound, 1, 2},
         {"$trunc", opTrunc, 1, 2},
-        {"$cmp", opCmp, 2, 2},
-        {"$eq", opEq, 2, 2},
-        {"$ne", opNe, 2, 2},
-        {"$gt", opGt, 2, 2},
-        {"$gte", opGte, 2, 2},
-        {"$lt", opLt, 2, 2},
-        {"$lte", opLte, 2, 2},
+        {"$cmp", nullptr, 2, 2, opCmp},
+        {"$eq", nullptr, 2, 2, opEq},
+        {"$ne", nullptr, 2, 2, opNe},
+        {"$gt", nullptr, 2, 2, opGt},
+        {"$gte", nullptr, 2, 2, opGte},
+        {"$lt", nullptr, 2, 2, opLt},
+        {"$lte", nullptr, 2, 2, opLte},
         {"$not", opNot, 1, 1},
         {"$concat", opConcat, 0, -1},
         {"$toLower", opToLower, 1, 1},

@@ -37,7 +37,7 @@ bool ComparisonPredicate::matches(const bson_value_t& in, int64_t*) const {
     if (isNaN(v) || isNaN(r)) {
         return isNaN(v) && isNaN(r) && (op() == Op::kEq || op() == Op::kLte || op() == Op::kGte);
     }
-    int c = bson::compareValues(v, r);
+    int c = bson::compareValues(v, r, coll_);
     switch (op()) {
         case Op::kEq:
             return c == 0;
@@ -68,22 +68,28 @@ bool RegexPredicate::matches(const bson_value_t& v, int64_t*) const {
     }
 }
 
-InPredicate::InPredicate(std::vector<Value> values, std::vector<Regex> regexes)
-    : ElemPredicate(Op::kIn), values_(std::move(values)), regexes_(std::move(regexes)) {
+InPredicate::InPredicate(std::vector<Value> values, std::vector<Regex> regexes,
+                         const bson::StringComparator* coll)
+    : ElemPredicate(Op::kIn),
+      values_(std::move(values)),
+      regexes_(std::move(regexes)),
+      coll_(coll) {
     std::sort(values_.begin(), values_.end(),
-              [](const Value& a, const Value& b) { return compare(a, b) < 0; });
-    values_.erase(std::unique(values_.begin(), values_.end(),
-                              [](const Value& a, const Value& b) { return compare(a, b) == 0; }),
-                  values_.end());
+              [coll](const Value& a, const Value& b) { return compare(a, b, coll) < 0; });
+    values_.erase(
+        std::unique(values_.begin(), values_.end(),
+                    [coll](const Value& a, const Value& b) { return compare(a, b, coll) == 0; }),
+        values_.end());
     for (const auto& v : values_) hasNull_ |= v.type() == BSON_TYPE_NULL;
 }
 
 bool InPredicate::matches(const bson_value_t& v, int64_t*) const {
     if (v.value_type == BSON_TYPE_EOD) return hasNull_;
-    auto it = std::lower_bound(
-        values_.begin(), values_.end(), v,
-        [](const Value& a, const bson_value_t& b) { return bson::compareValues(a.get(), b) < 0; });
-    if (it != values_.end() && bson::compareValues(it->get(), v) == 0) return true;
+    auto it = std::lower_bound(values_.begin(), values_.end(), v,
+                               [this](const Value& a, const bson_value_t& b) {
+                                   return bson::compareValues(a.get(), b, coll_) < 0;
+                               });
+    if (it != values_.end() && bson::compareValues(it->get(), v, coll_) == 0) return true;
     if (!regexes_.empty()) {
         for (const auto& re : regexes_) {
             if (RegexPredicate(re).matches(v, nullptr)) return true;

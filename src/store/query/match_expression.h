@@ -50,12 +50,14 @@ class ElemPredicate {
 /// $eq $lt $lte $gt $gte with mongod's type bracketing.
 class ComparisonPredicate : public ElemPredicate {
   public:
-    ComparisonPredicate(Op op, Value rhs) : ElemPredicate(op), rhs_(std::move(rhs)) {}
+    ComparisonPredicate(Op op, Value rhs, const bson::StringComparator* coll = nullptr)
+        : ElemPredicate(op), rhs_(std::move(rhs)), coll_(coll) {}
     bool matches(const bson_value_t& v, int64_t* index) const override;
     const Value& rhs() const { return rhs_; }
 
   private:
     Value rhs_;
+    const bson::StringComparator* coll_;  // owned by the Matcher; null: binary
 };
 
 /// $regex (and regex literals): matches strings/symbols, and equal regex values.
@@ -72,7 +74,9 @@ class RegexPredicate : public ElemPredicate {
 /// $in: equality to any of `values` (sorted) or a match of any regex.
 class InPredicate : public ElemPredicate {
   public:
-    InPredicate(std::vector<Value> values, std::vector<Regex> regexes);
+    /// `coll` (owned by the Matcher) orders and compares the values; null: binary.
+    InPredicate(std::vector<Value> values, std::vector<Regex> regexes,
+                const bson::StringComparator* coll = nullptr);
     bool matches(const bson_value_t& v, int64_t* index) const override;
     const std::vector<Value>& values() const { return values_; }
     bool hasRegexes() const { return !regexes_.empty(); }
@@ -80,6 +84,7 @@ class InPredicate : public ElemPredicate {
   private:
     std::vector<Value> values_;
     std::vector<Regex> regexes_;
+    const bson::StringComparator* coll_;
     bool hasNull_ = false;
 };
 

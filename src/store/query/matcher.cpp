@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "bson/compare.h"
+#include "store/query/collator.h"
 #include "store/query/json_schema.h"
 #include "store/query/match_expression.h"
 
@@ -57,6 +58,13 @@ bson::Doc specOf(std::string_view path, std::string_view op, const bson_value_t&
 struct Parser {
     MatcherParseOptions options;
     bool hasExpr = false;
+
+    const Collator* collator() const { return options.collator.get(); }
+    ExpressionParseOptions exprOptions() const {
+        ExpressionParseOptions o;
+        o.collator = options.collator;
+        return o;
+    }
 
     ExprPtr path(std::string_view p, std::unique_ptr<ElemPredicate> pred) {
         return std::make_unique<PathExpr>(std::string(p), std::move(pred));
@@ -120,7 +128,8 @@ struct Parser {
             if (subDocument)
                 fail(ErrorCode::BadValue, "$expr can only be applied to the top-level document");
             hasExpr = true;
-            return annotate(std::make_unique<ExprExpr>(Expression::parse(v)), k, specOf(k, "", v));
+            return annotate(std::make_unique<ExprExpr>(Expression::parse(v, exprOptions())), k,
+                            specOf(k, "", v));
         }
         if (k == "$comment") return nullptr;
         if (k == "$sampleRate") {
@@ -202,7 +211,7 @@ struct Parser {
     std::unique_ptr<ElemPredicate> comparison(Op op, const bson_value_t& v, std::string_view name) {
         if (v.value_type == BSON_TYPE_UNDEFINED)
             fail(ErrorCode::BadValue, "cannot compare to undefined");
-        return std::make_unique<ComparisonPredicate>(op, Value(v));
+        return std::make_unique<ComparisonPredicate>(op, Value(v), collator());
     }
 
     std::unique_ptr<ElemPredicate> regexPredicate(std::string_view pattern, std::string_view opts) {
@@ -327,7 +336,7 @@ struct Parser {
                 fail(ErrorCode::BadValue, "InMatchExpression equality cannot be undefined");
             values.emplace_back(e);
         }
-        return std::make_unique<InPredicate>(std::move(values), std::move(regexes));
+        return std::make_unique<InPredicate>(std::move(values), std::move(regexes), collator());
     }
 
     void addType(const bson_value_t& v, std::vector<int>& types, bool& number) {
@@ -563,6 +572,7 @@ StatusWith<std::unique_ptr<Matcher>> Matcher::parse(const bson_t* filter,
         std::unique_ptr<Matcher> m(new Matcher());
         m->root_ = p.parseTopLevel(filter, 0);
         m->hasExpr_ = p.hasExpr;
+        m->collator_ = options.collator;
         return m;
     } catch (const DBException& e) {
         return e.status();

@@ -57,6 +57,7 @@ struct PathPredicate {
 };
 
 class MatchExpr;  // internal node type (match_expression.h)
+class Collator;   // collator.h
 
 struct MatcherParseOptions {
     /// Records on every node what a document validation error reports about it
@@ -65,6 +66,10 @@ struct MatcherParseOptions {
     /// A collection validator: $where, $text and geo operators are refused
     /// with mongod's "not allowed in this context" errors.
     bool forValidator = false;
+    /// The query's collation: string comparisons ($eq, $ne, $lt.., $in, $nin,
+    /// $all, $expr, also inside embedded documents and arrays) use it. Null:
+    /// binary comparison. $regex, $type and $jsonSchema ignore it, as in mongod.
+    std::shared_ptr<const Collator> collator;
 };
 
 class Matcher {
@@ -96,6 +101,9 @@ class Matcher {
     /// Index-usable predicates ANDed at the top level (see PathPredicate).
     std::vector<PathPredicate> indexablePredicates() const;
 
+    /// The collation the filter was parsed with (null: simple).
+    const Collator* collator() const { return collator_.get(); }
+
     /// True when the filter contains $expr (evaluation may throw).
     bool hasExpr() const { return hasExpr_; }
 
@@ -105,6 +113,7 @@ class Matcher {
   private:
     Matcher() = default;
     std::unique_ptr<MatchExpr> root_;
+    std::shared_ptr<const Collator> collator_;
     bool hasExpr_ = false;
 };
 

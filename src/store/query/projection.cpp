@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "store/query/collator.h"
 #include "store/query/expression.h"
 #include "store/query/match_expression.h"
 #include "store/query/path.h"
@@ -56,6 +57,7 @@ enum class Mode { kUnknown, kInclusion, kExclusion };
 struct ProjectionParser {
     const Matcher* query;
     Node* root;
+    std::shared_ptr<const Collator> collator;  // $elemMatch and expressions compare under it
     Mode mode = Mode::kUnknown;
     bool hasPositional = false;
     bool hasElemMatch = false;
@@ -206,7 +208,9 @@ struct ProjectionParser {
         }
         // Anything else is an aggregation expression (including literals).
         noteInclusion(path, true);
-        std::unique_ptr<Expression> e = Expression::parse(v);
+        ExpressionParseOptions eo;
+        eo.collator = collator;
+        std::unique_ptr<Expression> e = Expression::parse(v, eo);
         Node* n = insert(parts);
         n->kind = Kind::kComputed;
         n->expr = std::move(e);
@@ -277,7 +281,9 @@ struct ProjectionParser {
                                    &inner);
         bson::appendIter(&inner, "$elemMatch", si);
         bson_append_document_end(wrapped.mut(), &inner);
-        auto sw = Matcher::parse(wrapped.get());
+        MatcherParseOptions mo;
+        mo.collator = collator;
+        auto sw = Matcher::parse(wrapped.get(), mo);
         if (!sw.isOK()) throw DBException(sw.getStatus());
         Node* n = insert(parts);
         n->kind = Kind::kElemMatch;
@@ -594,10 +600,11 @@ Projection::Projection(Projection&&) noexcept = default;
 Projection& Projection::operator=(Projection&&) noexcept = default;
 Projection::~Projection() = default;
 
-StatusWith<Projection> Projection::parse(const bson_t* spec, const Matcher* query) {
+StatusWith<Projection> Projection::parse(const bson_t* spec, const Matcher* query,
+                                         std::shared_ptr<const Collator> collator) {
     try {
         Projection p;
-        ProjectionParser parser{query, p.root_.get()};
+        ProjectionParser parser{query, p.root_.get(), std::move(collator)};
         parser.parseObject(spec, {});
         p.inclusion_ = parser.mode == Mode::kInclusion;
         if (parser.mode == Mode::kUnknown) {

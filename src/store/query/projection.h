@@ -38,7 +38,10 @@ class Projection {
     ~Projection();
 
     /// `query` (may be null) is the find filter, checked by positional projections.
-    static StatusWith<Projection> parse(const bson_t* spec, const Matcher* query);
+    /// `collator` (null: binary) is the operation's collation, used by $elemMatch
+    /// and by computed fields' expressions.
+    static StatusWith<Projection> parse(const bson_t* spec, const Matcher* query,
+                                        std::shared_ptr<const Collator> collator = nullptr);
 
     /// The projected document. `details` (may be null) supplies elemMatchKey for
     /// positional projections.

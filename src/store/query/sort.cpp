@@ -7,8 +7,10 @@
 
 namespace halo::query {
 
-StatusWith<SortPattern> SortPattern::parse(const bson_t* spec) {
+StatusWith<SortPattern> SortPattern::parse(const bson_t* spec,
+                                           std::shared_ptr<const bson::StringComparator> coll) {
     SortPattern sp;
+    sp.coll_ = std::move(coll);
     bson_iter_t it;
     if (!bson_iter_init(&it, spec)) return Status(ErrorCode::InvalidBSON, "invalid sort document");
     while (bson_iter_next(&it)) {
@@ -71,7 +73,7 @@ SortKey SortPattern::sortKey(const bson_t* doc) const {
                 bestCopy = c;
                 best = &bestCopy;
             } else {
-                int cmp = bson::compareValues(c, *best);
+                int cmp = bson::compareValues(c, *best, coll_.get());
                 if (f.ascending ? cmp < 0 : cmp > 0) bestCopy = c;
             }
             return false;
@@ -84,7 +86,7 @@ SortKey SortPattern::sortKey(const bson_t* doc) const {
 
 int SortPattern::compareKeys(const SortKey& a, const SortKey& b) const {
     for (size_t i = 0; i < fields_.size() && i < a.values.size() && i < b.values.size(); ++i) {
-        int c = query::compare(a.values[i], b.values[i]);
+        int c = query::compare(a.values[i], b.values[i], coll_.get());
         if (c != 0) return fields_[i].ascending ? c : -c;
     }
     return 0;

@@ -6,9 +6,11 @@
 // Immutable after parse; all methods are const and thread-safe.
 #include <bson/bson.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "bson/compare.h"
 #include "bson/doc.h"
 #include "common/status.h"
 #include "store/query/value.h"
@@ -33,8 +35,10 @@ class SortPattern {
     /// Parses {field: 1|-1, ...}. Errors: 15975 "$sort key ordering must be 1 (for
     /// ascending) or -1 (for descending)", 15974 for non-numeric values, 17312 for
     /// objects other than {$meta}, BadValue for {$meta: ...} (not supported),
-    /// 40352/16410/15998 for invalid field paths.
-    static StatusWith<SortPattern> parse(const bson_t* spec);
+    /// 40352/16410/15998 for invalid field paths. Strings compare under `coll`
+    /// (a collation; null: binary).
+    static StatusWith<SortPattern> parse(const bson_t* spec,
+                                         std::shared_ptr<const bson::StringComparator> coll = {});
 
     /// Three-way comparison (<0, 0, >0) of two documents in sort order.
     int compare(const bson_t* a, const bson_t* b) const;
@@ -49,8 +53,11 @@ class SortPattern {
     const std::vector<Field>& fields() const { return fields_; }
     bool empty() const { return fields_.empty(); }
 
+    const bson::StringComparator* collator() const { return coll_.get(); }
+
   private:
     std::vector<Field> fields_;
+    std::shared_ptr<const bson::StringComparator> coll_;
 };
 
 }  // namespace halo::query

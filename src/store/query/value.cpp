@@ -145,8 +145,8 @@ std::string Value::toString() const {
     return bson::valueToString(v_);
 }
 
-int compare(const Value& a, const Value& b) {
-    return bson::compareValues(a.get(), b.get());
+int compare(const Value& a, const Value& b, const bson::StringComparator* strings) {
+    return bson::compareValues(a.get(), b.get(), strings);
 }
 
 bool viewOf(const bson_value_t& v, bson_t* out) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bson/compare.h"
 #include "bson/doc.h"
 
 namespace halo::query {
@@ -78,8 +79,9 @@ class Value {
     bson_value_t v_{};
 };
 
-/// MongoDB canonical comparison of two values (missing sorts as EOD, below null).
-int compare(const Value& a, const Value& b);
+/// MongoDB canonical comparison of two values (missing sorts as EOD, below null);
+/// strings compare under `strings` (a collation) when given.
+int compare(const Value& a, const Value& b, const bson::StringComparator* strings = nullptr);
 inline bool operator==(const Value& a, const Value& b) {
     return compare(a, b) == 0;
 }

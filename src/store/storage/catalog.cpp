@@ -8,6 +8,7 @@
 
 #include "bson/compare.h"
 #include "common/log.h"
+#include "store/query/collator.h"
 #include "store/query/document_validator.h"
 #include "store/query/matcher.h"
 #include "store/storage/record_store.h"
@@ -30,7 +31,7 @@ namespace {
 /// Parses the validation settings kept in `e.options` (create and collMod
 /// checked them before storing them).
 void attachValidation(CollectionEntry& e) {
-    auto sw = query::CollectionValidation::fromOptions(e.options.get(), "create");
+    auto sw = query::CollectionValidation::fromOptions(e.options.get(), "create", e.collator);
     if (!sw.isOK()) {
         log::warning("storage", 7390100, "Collection validator cannot be parsed; not enforced",
                      fmt::format(R"({{"namespace":{},"error":{}}})", log::quote(e.ns),
@@ -44,6 +45,57 @@ void attachValidation(CollectionEntry& e) {
 }
 }  // namespace
 
+namespace {
+/// Parses a `collation` option (a collection's or an index's) into its collator
+/// and the normalized spec to store instead: none for the simple collation.
+StatusWith<query::CollatorPtr> parseCollationOption(const bson_iter_t& it, std::string_view what) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return Status(ErrorCode::TypeMismatch,
+                      fmt::format("BSON field '{}.collation' is the wrong type '{}', expected type "
+                                  "'object'",
+                                  what, bson::typeName(bson_iter_type(&it))));
+    bson_t spec;
+    bson::subDocumentAt(it, &spec);
+    return query::Collator::parse(&spec);
+}
+
+/// `options` with its `collation` replaced by `coll`'s normalized spec (or removed
+/// when `coll` is null), keeping the other fields in order.
+bson::Doc withCollation(const bson_t* options, const query::Collator* coll) {
+    bson::Doc out;
+    bool placed = false;
+    bson_iter_t it;
+    if (options && bson_iter_init(&it, options)) {
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "collation") {
+                if (coll && !placed) coll->appendTo(out.mut(), "collation");
+                placed = true;
+                continue;
+            }
+            bson::appendIter(out.mut(), k, it);
+        }
+    }
+    if (coll && !placed) coll->appendTo(out.mut(), "collation");
+    return out;
+}
+
+/// The collection's default collation from its stored (normalized) options.
+void attachCollation(CollectionEntry& e) {
+    bson_iter_t it;
+    e.collator.reset();
+    if (!bson_iter_init_find(&it, e.options.get(), "collation")) return;
+    auto sw = parseCollationOption(it, "create");
+    if (!sw.isOK()) {
+        log::warning("storage", 7390101, "Collection collation cannot be parsed; not applied",
+                     fmt::format(R"({{"namespace":{},"error":{}}})", log::quote(e.ns),
+                                 log::quote(sw.getStatus().reason())));
+        return;
+    }
+    e.collator = sw.getValue();
+}
+}  // namespace
+
 /// A copy of `e` (same tables and indexes) to modify and swap in under the DDL lock.
 std::shared_ptr<CollectionEntry> cloneEntry(const CollectionEntry& e) {
     auto next = std::make_shared<CollectionEntry>();
@@ -53,6 +105,7 @@ std::shared_ptr<CollectionEntry> cloneEntry(const CollectionEntry& e) {
     std::memcpy(next->uuid, e.uuid, 16);
     next->options = e.options.copy();
     next->validation = e.validation;
+    next->collator = e.collator;
     next->uri = e.uri;
     next->indexes = e.indexes;
     next->nextRecordId = e.nextRecordId.load();
@@ -108,9 +161,10 @@ std::string Catalog::newIdent(const char* kind) {
     return fmt::format("table:{}-{}-{}", kind, identCounter_++, now);
 }
 
-StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::string& ns,
-                                                                const bson_t* spec) {
+StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(
+    const std::string& ns, const bson_t* spec, const query::CollatorPtr& collectionDefault) {
     auto idx = std::make_shared<IndexEntry>();
+    bool haveCollation = false;
     bson_iter_t it;
     bool haveKey = false, haveName = false;
     bson::Doc normalized;
@@ -151,10 +205,18 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::strin
             havePartial = true;
         } else if (f == "v" || f == "background" || f == "ns") {
             continue;  // v is always 2; background is ignored since 4.2
-        } else if (f == "expireAfterSeconds" || f == "hidden" || f == "collation" ||
-                   f == "weights" || f == "default_language" || f == "language_override" ||
-                   f == "textIndexVersion" || f == "2dsphereIndexVersion" || f == "bits" ||
-                   f == "min" || f == "max" || f == "storageEngine" || f == "wildcardProjection") {
+        } else if (f == "collation") {
+            auto csw = parseCollationOption(it, "createIndexes.indexes");
+            if (!csw.isOK()) return csw.getStatus();
+            idx->collator = csw.getValue();
+            haveCollation = true;
+            // Stored normalized; the simple collation is not shown at all.
+            if (idx->collator) idx->collator->appendTo(normalized.mut(), "collation");
+            continue;
+        } else if (f == "expireAfterSeconds" || f == "hidden" || f == "weights" ||
+                   f == "default_language" || f == "language_override" || f == "textIndexVersion" ||
+                   f == "2dsphereIndexVersion" || f == "bits" || f == "min" || f == "max" ||
+                   f == "storageEngine" || f == "wildcardProjection") {
             // Accepted and kept in the spec.
         } else {
             return Status(ErrorCode::InvalidIndexSpecificationOption,
@@ -163,6 +225,11 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::strin
                                       f, bson::toJson(spec)));
         }
         if (f != "key" && f != "name") bson::appendIter(normalized.mut(), f, it);
+    }
+    if (!haveCollation && collectionDefault) {
+        // An index created without a collation inherits the collection's default.
+        idx->collator = collectionDefault;
+        idx->collator->appendTo(normalized.mut(), "collation");
     }
     if (!haveKey)
         return Status(ErrorCode::FailedToParse,
@@ -182,7 +249,9 @@ StatusWith<std::shared_ptr<IndexEntry>> Catalog::parseIndexSpec(const std::strin
         idx->unique = true;
     }
     if (havePartial) {
-        auto msw = query::Matcher::parse(&partial);
+        query::MatcherParseOptions mo;
+        mo.collator = idx->collator;  // as in mongod, under the index's collation
+        auto msw = query::Matcher::parse(&partial, mo);
         if (!msw.isOK()) return msw.getStatus();
         idx->partialFilter = std::move(msw.getValue());
     }
@@ -217,6 +286,9 @@ Status Catalog::persist(Session& s, const CollectionEntry& e) {
         BSON_APPEND_DOCUMENT(&child, "spec", idx->spec.get());
         BSON_APPEND_UTF8(&child, "uri", idx->uri.c_str());
         BSON_APPEND_BOOL(&child, "multikey", idx->multikey.load());
+        // Keys built with the collation (sort keys); older versions kept a collation
+        // in the spec but built bytewise keys (see load()).
+        if (idx->collator) BSON_APPEND_BOOL(&child, "collationKeys", true);
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(d.mut(), &arr);
@@ -239,6 +311,7 @@ Status Catalog::load() {
     st = engine_.createTable(*s, kSizesUri, "S", "qq");
     if (!st.isOK()) return st;
     std::set<std::string> referenced;
+    std::vector<std::pair<std::shared_ptr<CollectionEntry>, std::shared_ptr<IndexEntry>>> rekey;
     try {
         Cursor c = s->open(kCatalogUri);
         while (c->next(c.get()) == 0) {
@@ -260,6 +333,7 @@ Status Catalog::load() {
             }
             bson_t sub;
             if (bson::subDocument(d.get(), "options", &sub)) e->options = bson::Doc::copyOf(&sub);
+            attachCollation(*e);
             attachValidation(*e);
             if (bson::find(d.get(), "uri", &it)) e->uri = bson_iter_utf8(&it, nullptr);
             referenced.insert(e->uri);
@@ -280,6 +354,8 @@ Status Catalog::load() {
                     bson_iter_t f;
                     if (bson::find(&ientry, "uri", &f)) idx->uri = bson_iter_utf8(&f, nullptr);
                     if (bson::find(&ientry, "multikey", &f)) idx->multikey = bson_iter_as_bool(&f);
+                    if (idx->collator && !bson::find(&ientry, "collationKeys", &f))
+                        rekey.emplace_back(e, idx);
                     referenced.insert(idx->uri);
                     e->indexes.push_back(idx);
                 }
@@ -350,6 +426,7 @@ Status Catalog::load() {
                       fmt::format(R"({{"uri":{}}})", log::quote(o)));
             (void)engine_.dropTable(*s, o);
         }
+        for (auto& [e, idx] : rekey) rebuildWithCollation(*s, *e, *idx);
     } catch (const DBException& ex) {
         return ex.status();
     }
@@ -459,11 +536,18 @@ StatusWith<std::shared_ptr<const CollectionEntry>> Catalog::createCollection(con
     e->uuid[6] = (e->uuid[6] & 0x0f) | 0x40;
     e->uuid[8] = (e->uuid[8] & 0x3f) | 0x80;
     e->options = options ? bson::Doc::copyOf(options) : bson::Doc();
+    bson_iter_t collIt;
+    if (options && bson_iter_init_find(&collIt, options, "collation")) {
+        auto csw = parseCollationOption(collIt, "create");
+        if (!csw.isOK()) return csw.getStatus();
+        e->collator = csw.getValue();
+        e->options = withCollation(options, e->collator.get());
+    }
     attachValidation(*e);
     e->uri = newIdent("collection");
     auto id = std::make_shared<IndexEntry>();
     auto idSpec = bson::Doc::fromJsonOrDie(R"({"key": {"_id": 1}, "name": "_id_"})");
-    auto isw = parseIndexSpec(ns, idSpec.get());
+    auto isw = parseIndexSpec(ns, idSpec.get(), e->collator);
     if (!isw.isOK()) return isw.getStatus();
     id = isw.getValue();
     id->uri = newIdent("index");
@@ -591,14 +675,51 @@ Status Catalog::buildIndex(Session& s, const CollectionEntry& coll, const IndexE
     return Status::OK();
 }
 
+void Catalog::rebuildWithCollation(Session& s, CollectionEntry& coll, IndexEntry& idx) {
+    // Written by a version that kept `collation` in index specs but keyed strings
+    // bytewise: such keys would make collated lookups miss documents. Rebuild them
+    // into a new table; if the collation makes a unique index's keys collide, keep
+    // the bytewise keys and drop the collation from the spec (a correct simple index).
+    std::string oldUri = idx.uri;
+    idx.uri = newIdent("index");
+    Status st = engine_.createTable(s, idx.uri, "u", "u");
+    if (st.isOK()) {
+        try {
+            st = buildIndex(s, coll, idx);
+        } catch (const DBException& ex) {
+            st = ex.status();
+        }
+    }
+    if (!st.isOK()) {
+        log::warning("storage", 7390102, "Index cannot be rebuilt with its collation; kept simple",
+                     fmt::format(R"({{"namespace":{},"index":{},"error":{}}})", log::quote(coll.ns),
+                                 log::quote(idx.name), log::quote(st.reason())));
+        (void)engine_.dropTable(s, idx.uri);
+        idx.uri = oldUri;
+        idx.collator.reset();
+        idx.spec = withCollation(idx.spec.get(), nullptr);
+    }
+    Txn txn(s);
+    uassertStatusOK(persist(s, coll));
+    txn.commit();
+    if (st.isOK()) {
+        log::info("storage", 7390103, "Rebuilt index keys with the index collation",
+                  fmt::format(R"({{"namespace":{},"index":{}}})", log::quote(coll.ns),
+                              log::quote(idx.name)));
+        (void)engine_.dropTable(s, oldUri);
+    }
+}
+
 Status Catalog::createIndex(const std::string& ns, const bson_t* specDoc) {
     auto coll = std::const_pointer_cast<CollectionEntry>(
         std::static_pointer_cast<const CollectionEntry>(getOrCreate(ns)));
-    auto isw = parseIndexSpec(ns, specDoc);
+    auto isw = parseIndexSpec(ns, specDoc, coll->collator);
     if (!isw.isOK()) return isw.getStatus();
     auto idx = isw.getValue();
     for (const auto& existing : coll->indexes) {
-        bool sameKey = bson::compareDocs(existing->keyPattern.get(), idx->keyPattern.get()) == 0;
+        // Indexes on the same key with different collations may coexist (as in mongod).
+        bool sameKey = bson::compareDocs(existing->keyPattern.get(), idx->keyPattern.get()) == 0 &&
+                       query::sameCollation(existing->collator.get(), idx->collator.get());
         if (existing->name == idx->name) {
             if (sameKey && existing->unique == idx->unique && existing->sparse == idx->sparse)
                 return Status::OK();

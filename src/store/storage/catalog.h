@@ -22,6 +22,7 @@
 #include "store/storage/index_keys.h"
 
 namespace halo::query {
+class Collator;
 class Matcher;
 struct CollectionValidation;
 }  // namespace halo::query
@@ -36,6 +37,8 @@ struct IndexEntry {
     bool unique = false;
     bool sparse = false;
     std::shared_ptr<query::Matcher> partialFilter;  // null when not partial
+    /// The index's collation (its string keys are comparison keys); null: simple.
+    std::shared_ptr<const query::Collator> collator;
     std::string uri;
     mutable std::atomic<bool> multikey{false};
     bool isIdIndex() const { return name == "_id_"; }
@@ -50,6 +53,9 @@ struct CollectionEntry {
     /// The parsed validator and its level/action (from `options`); null when
     /// the collection has no validator.
     std::shared_ptr<const query::CollectionValidation> validation;
+    /// The default collation (options.collation, stored normalized); null: simple.
+    /// Commands without a collation use it; new indexes inherit it.
+    std::shared_ptr<const query::Collator> collator;
     std::string uri;  // record store table
     std::vector<std::shared_ptr<IndexEntry>> indexes;
     mutable std::atomic<int64_t> nextRecordId{1};
@@ -142,9 +148,12 @@ class Catalog {
     /// Replaces the collection's options (collMod).
     Status setOptions(const std::string& ns, const bson_t* options);
 
-    /// Parses and validates an index spec as createIndexes receives it.
-    static StatusWith<std::shared_ptr<IndexEntry>> parseIndexSpec(const std::string& ns,
-                                                                  const bson_t* spec);
+    /// Parses and validates an index spec as createIndexes receives it. An index
+    /// without `collation` inherits `collectionDefault` (null when loading stored
+    /// specs, which always name their collation).
+    static StatusWith<std::shared_ptr<IndexEntry>> parseIndexSpec(
+        const std::string& ns, const bson_t* spec,
+        const std::shared_ptr<const query::Collator>& collectionDefault = nullptr);
 
   private:
     Status persist(Session& s, const CollectionEntry& e);
@@ -152,6 +161,9 @@ class Catalog {
     Status commitEntry(const std::shared_ptr<CollectionEntry>& next);
     std::string newIdent(const char* kind);
     Status buildIndex(Session& s, const CollectionEntry& coll, const IndexEntry& idx);
+    /// At load: re-keys an index whose spec names a collation but whose keys
+    /// were built bytewise by an older version.
+    void rebuildWithCollation(Session& s, CollectionEntry& coll, IndexEntry& idx);
     void dropTableEventually(const std::string& uri);
 
     Engine& engine_;

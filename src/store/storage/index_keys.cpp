@@ -270,7 +270,8 @@ class KeyGenerator {
         for (size_t i = 0; i < st.size(); ++i) {
             bool missing = st[i].kind != FieldState::kValue;
             allMissing = allMissing && missing;
-            keystring::appendValue(key, missing ? null : st[i].value, pattern_.fields[i].second);
+            keystring::appendValue(key, missing ? null : st[i].value, pattern_.fields[i].second,
+                                   opts_.collator);
         }
         if (opts_.sparse && allMissing) return;
         keys_.push_back(std::move(key));
@@ -416,11 +417,12 @@ Status generateKeys(const bson_t* doc, const IndexKeyPattern& p, const KeyGenOpt
     return Status::OK();
 }
 
-std::string encodeKey(const IndexKeyPattern& p, std::span<const bson_value_t> values) {
+std::string encodeKey(const IndexKeyPattern& p, std::span<const bson_value_t> values,
+                      const bson::StringComparator* coll) {
     HALO_INVARIANT(values.size() <= p.fields.size());
     std::string out;
     for (size_t i = 0; i < values.size(); ++i) {
-        keystring::appendValue(out, values[i], p.fields[i].second);
+        keystring::appendValue(out, values[i], p.fields[i].second, coll);
     }
     return out;
 }

@@ -56,6 +56,7 @@
 #include <utility>
 #include <vector>
 
+#include "bson/compare.h"
 #include "common/status.h"
 
 namespace halo::store {
@@ -78,6 +79,9 @@ StatusWith<IndexKeyPattern> parseKeyPattern(const bson_t* key);
 struct KeyGenOptions {
     /// Drop keys whose components all come from missing fields.
     bool sparse = false;
+    /// The index's collation: strings are keyed by their comparison keys
+    /// (see keystring::appendValue). Null: binary.
+    const bson::StringComparator* collator = nullptr;
 };
 
 /// Computes the encoded keys (without record id) that `doc` produces for `p`,
@@ -104,8 +108,10 @@ Status generateKeys(const bson_t* doc, const IndexKeyPattern& p, const KeyGenOpt
                     std::vector<std::string>* keys, bool* multikey);
 
 /// Encodes an explicit tuple of values (a prefix of the pattern's fields, at
-/// most p.fields.size()) under the pattern's directions, without record id.
-std::string encodeKey(const IndexKeyPattern& p, std::span<const bson_value_t> values);
+/// most p.fields.size()) under the pattern's directions, without record id;
+/// strings under the collation `coll` (null: binary).
+std::string encodeKey(const IndexKeyPattern& p, std::span<const bson_value_t> values,
+                      const bson::StringComparator* coll = nullptr);
 
 // ---- planner helpers (see the recipe above) --------------------------------
 

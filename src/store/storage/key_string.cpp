@@ -142,10 +142,17 @@ void putNumber(std::string& out, long double x) {
     }
 }
 
-void putValueBody(std::string& out, const bson_value_t& v);
+void putValueBody(std::string& out, const bson_value_t& v, const bson::StringComparator* coll);
+
+// A string under a collation: its comparison key (which holds no 0x00 byte).
+void putCollated(std::string& out, const char* s, size_t n, const bson::StringComparator* coll) {
+    std::string key = coll->comparisonKey(std::string_view(s, n));
+    putEscaped(out, key.data(), key.size());
+}
 
 // Elements of an embedded document (withNames) or array, then kEnd.
-void putDocBody(std::string& out, const uint8_t* data, uint32_t len, bool withNames) {
+void putDocBody(std::string& out, const uint8_t* data, uint32_t len, bool withNames,
+                const bson::StringComparator* coll) {
     bson_iter_t it;
     if (bson_iter_init_from_data(&it, data, len)) {
         while (bson_iter_next(&it)) {
@@ -156,13 +163,13 @@ void putDocBody(std::string& out, const uint8_t* data, uint32_t len, bool withNa
                 putBytes(out, key, std::strlen(key));
                 putU8(out, 0);
             }
-            putValueBody(out, *ev);
+            putValueBody(out, *ev, coll);
         }
     }
     putU8(out, kEnd);
 }
 
-void putValueBody(std::string& out, const bson_value_t& v) {
+void putValueBody(std::string& out, const bson_value_t& v, const bson::StringComparator* coll) {
     switch (v.value_type) {
         case BSON_TYPE_EOD:
         case BSON_TYPE_MINKEY:
@@ -176,13 +183,15 @@ void putValueBody(std::string& out, const bson_value_t& v) {
         case BSON_TYPE_DECIMAL128:
             return putNumber(out, numberAsLongDouble(v));
         case BSON_TYPE_UTF8:
+            if (coll) return putCollated(out, v.value.v_utf8.str, v.value.v_utf8.len, coll);
             return putEscaped(out, v.value.v_utf8.str, v.value.v_utf8.len);
         case BSON_TYPE_SYMBOL:
+            if (coll) return putCollated(out, v.value.v_symbol.symbol, v.value.v_symbol.len, coll);
             return putEscaped(out, v.value.v_symbol.symbol, v.value.v_symbol.len);
         case BSON_TYPE_DOCUMENT:
-            return putDocBody(out, v.value.v_doc.data, v.value.v_doc.data_len, true);
+            return putDocBody(out, v.value.v_doc.data, v.value.v_doc.data_len, true, coll);
         case BSON_TYPE_ARRAY:
-            return putDocBody(out, v.value.v_doc.data, v.value.v_doc.data_len, false);
+            return putDocBody(out, v.value.v_doc.data, v.value.v_doc.data_len, false, coll);
         case BSON_TYPE_BINARY:
             putBE(out, v.value.v_binary.data_len, 4);
             putU8(out, static_cast<uint8_t>(v.value.v_binary.subtype));
@@ -210,7 +219,7 @@ void putValueBody(std::string& out, const bson_value_t& v) {
         case BSON_TYPE_CODEWSCOPE:
             putEscaped(out, v.value.v_codewscope.code, v.value.v_codewscope.code_len);
             return putDocBody(out, v.value.v_codewscope.scope_data, v.value.v_codewscope.scope_len,
-                              true);
+                              true, nullptr);
     }
 }
 
@@ -413,18 +422,20 @@ bool readBody(Reader& r, uint8_t tag, bson_t* out, const char* key) {
 
 }  // namespace
 
-void appendValue(std::string& out, const bson_value_t& v, bool descending) {
+void appendValue(std::string& out, const bson_value_t& v, bool descending,
+                 const bson::StringComparator* coll) {
     const size_t start = out.size();
     putU8(out, tagOf(v.value_type));
-    putValueBody(out, v);
+    putValueBody(out, v, coll);
     if (descending) {
         for (size_t i = start; i < out.size(); ++i) out[i] = static_cast<char>(~out[i]);
     }
 }
 
-std::string encodeValue(const bson_value_t& v, bool descending) {
+std::string encodeValue(const bson_value_t& v, bool descending,
+                        const bson::StringComparator* coll) {
     std::string out;
-    appendValue(out, v, descending);
+    appendValue(out, v, descending, coll);
     return out;
 }
 

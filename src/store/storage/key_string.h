@@ -47,16 +47,23 @@
 #include <string_view>
 #include <vector>
 
+#include "bson/compare.h"
 #include "bson/doc.h"
 #include "common/status.h"
 
 namespace halo::store::keystring {
 
-/// Appends the encoding of `v` (descending: complemented) to `out`.
-void appendValue(std::string& out, const bson_value_t& v, bool descending);
+/// Appends the encoding of `v` (descending: complemented) to `out`. With a
+/// collation `coll`, strings and symbols (also inside documents and arrays)
+/// are encoded as their comparison keys (ICU sort keys), so the encoding
+/// orders as compareValues(a, b, coll) does; such keys do not decode back to
+/// the original strings.
+void appendValue(std::string& out, const bson_value_t& v, bool descending,
+                 const bson::StringComparator* coll = nullptr);
 
 /// Convenience: the ascending encoding of one value.
-std::string encodeValue(const bson_value_t& v, bool descending = false);
+std::string encodeValue(const bson_value_t& v, bool descending = false,
+                        const bson::StringComparator* coll = nullptr);
 
 /// Number of bytes of a record id suffix.
 inline constexpr size_t kRecordIdSize = 8;

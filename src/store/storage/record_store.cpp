@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "store/query/collator.h"
 #include "store/query/matcher.h"
 #include "store/storage/key_string.h"
 
@@ -31,6 +32,7 @@ std::vector<std::string> indexKeys(const IndexEntry& idx, const bson_t* doc, boo
     if (idx.partialFilter && !idx.partialFilter->matches(doc)) return keys;
     KeyGenOptions opts;
     opts.sparse = idx.sparse;
+    opts.collator = idx.collator.get();
     uassertStatusOK(generateKeys(doc, idx.pattern, opts, &keys, multikey));
     return keys;
 }
@@ -210,7 +212,7 @@ std::optional<int64_t> findById(Session& s, const CollectionEntry& c, const bson
     const IndexEntry* idx = c.idIndex();
     if (!idx) return std::nullopt;
     std::string k;
-    keystring::appendValue(k, id, false);
+    keystring::appendValue(k, id, false, idx->collator.get());
     Cursor cur = s.open(idx->uri);
     WT_ITEM key = item(k.data(), k.size());
     cur->set_key(cur.get(), &key);

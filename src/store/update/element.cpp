@@ -230,9 +230,9 @@ ValueView::~ValueView() {
     if (owned_) bson_destroy(owned_);
 }
 
-int compareElements(const Element& a, const Element& b) {
+int compareElements(const Element& a, const Element& b, const bson::StringComparator* coll) {
     ValueView va(a), vb(b);
-    return bson::compareValues(va.get(), vb.get());
+    return bson::compareValues(va.get(), vb.get(), coll);
 }
 
 bool binaryEqual(const Element& a, const Element& b) {

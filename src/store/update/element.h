@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bson/compare.h"
 #include "bson/doc.h"
 
 namespace halo::update {
@@ -107,7 +108,8 @@ class ValueView {
 };
 
 /// Canonical MongoDB comparison of two element values (names ignored).
-int compareElements(const Element& a, const Element& b);
+int compareElements(const Element& a, const Element& b,
+                    const bson::StringComparator* coll = nullptr);
 /// Same type and same bytes (mongod's binaryEqualValues); names ignored.
 bool binaryEqual(const Element& a, const Element& b);
 

@@ -17,7 +17,15 @@
 
 #include "store/update/element.h"
 
+namespace halo::query {
+class Collator;
+}  // namespace halo::query
+
 namespace halo::update {
+
+/// The update's collation (null: binary): $min/$max, $addToSet, $pull,
+/// $pullAll and $push's $sort compare strings with it, as in mongod.
+using Collation = std::shared_ptr<const query::Collator>;
 
 enum class ModifierType {
     kSet,
@@ -98,12 +106,13 @@ std::unique_ptr<Modifier> makeRenameModifier(std::vector<std::string> fromPath, 
                                              std::vector<std::string> toPath);
 std::unique_ptr<Modifier> makeArithmeticModifier(ModifierType t, std::string_view field,
                                                  const bson_value_t& v);
-std::unique_ptr<Modifier> makeCompareModifier(ModifierType t, const bson_value_t& v);
+std::unique_ptr<Modifier> makeCompareModifier(ModifierType t, const bson_value_t& v,
+                                              const Collation& coll);
 std::unique_ptr<Modifier> makeBitModifier(std::string_view field, const bson_value_t& v);
-std::unique_ptr<Modifier> makePushModifier(const bson_value_t& v);
-std::unique_ptr<Modifier> makeAddToSetModifier(const bson_value_t& v);
-std::unique_ptr<Modifier> makePullModifier(const bson_value_t& v);
-std::unique_ptr<Modifier> makePullAllModifier(const bson_value_t& v);
+std::unique_ptr<Modifier> makePushModifier(const bson_value_t& v, const Collation& coll);
+std::unique_ptr<Modifier> makeAddToSetModifier(const bson_value_t& v, const Collation& coll);
+std::unique_ptr<Modifier> makePullModifier(const bson_value_t& v, const Collation& coll);
+std::unique_ptr<Modifier> makePullAllModifier(const bson_value_t& v, const Collation& coll);
 std::unique_ptr<Modifier> makePopModifier(std::string_view field, const bson_value_t& v);
 
 /// The last path component of a dotted path.

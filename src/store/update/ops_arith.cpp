@@ -8,6 +8,7 @@
 #include "bson/compare.h"
 #include "bson/doc.h"
 #include "common/status.h"
+#include "store/query/collator.h"
 #include "store/update/format.h"
 #include "store/update/modifier.h"
 
@@ -158,10 +159,10 @@ class ArithmeticModifier final : public Modifier {
 
 class CompareModifier final : public Modifier {
   public:
-    CompareModifier(bool isMax, const bson_value_t& v)
-        : isMax_(isMax), value_(Element::fromValue("", v)) {}
+    CompareModifier(bool isMax, const bson_value_t& v, Collation coll)
+        : isMax_(isMax), value_(Element::fromValue("", v)), coll_(std::move(coll)) {}
     bool applyExisting(Element& e, const std::string& path, ApplyContext& ctx) const override {
-        int c = compareElements(*value_, e);
+        int c = compareElements(*value_, e, coll_.get());
         if (c == 0 || (isMax_ && c < 0) || (!isMax_ && c > 0)) return false;
         e.setValueFrom(*value_);
         ctx.logUpdated(path);
@@ -174,6 +175,7 @@ class CompareModifier final : public Modifier {
   private:
     bool isMax_;
     std::unique_ptr<Element> value_;
+    Collation coll_;
 };
 
 class BitModifier final : public Modifier {
@@ -238,8 +240,9 @@ std::unique_ptr<Modifier> makeArithmeticModifier(ModifierType t, std::string_vie
     return std::make_unique<ArithmeticModifier>(multiply, v);
 }
 
-std::unique_ptr<Modifier> makeCompareModifier(ModifierType t, const bson_value_t& v) {
-    return std::make_unique<CompareModifier>(t == ModifierType::kMax, v);
+std::unique_ptr<Modifier> makeCompareModifier(ModifierType t, const bson_value_t& v,
+                                              const Collation& coll) {
+    return std::make_unique<CompareModifier>(t == ModifierType::kMax, v, coll);
 }
 
 std::unique_ptr<Modifier> makeBitModifier(std::string_view field, const bson_value_t& v) {

@@ -6,6 +6,7 @@
 #include "bson/compare.h"
 #include "bson/doc.h"
 #include "common/status.h"
+#include "store/query/collator.h"
 #include "store/query/matcher.h"
 #include "store/update/format.h"
 #include "store/update/modifier.h"
@@ -91,14 +92,16 @@ const Element* sortKey(const Element& e, const std::vector<std::string>& path) {
     return cur;
 }
 
-void sortArray(std::vector<std::unique_ptr<Element>>& elems, const SortSpec& spec) {
+void sortArray(std::vector<std::unique_ptr<Element>>& elems, const SortSpec& spec,
+               const bson::StringComparator* coll) {
     static const auto kNull = Element::makeNull("");
     std::stable_sort(elems.begin(), elems.end(), [&](const auto& a, const auto& b) {
-        if (spec.wholeDirection != 0) return compareElements(*a, *b) * spec.wholeDirection < 0;
+        if (spec.wholeDirection != 0)
+            return compareElements(*a, *b, coll) * spec.wholeDirection < 0;
         for (auto& [path, dir] : spec.fields) {
             const Element* ka = a->isObject() ? sortKey(*a, path) : nullptr;
             const Element* kb = b->isObject() ? sortKey(*b, path) : nullptr;
-            int c = compareElements(ka ? *ka : *kNull, kb ? *kb : *kNull);
+            int c = compareElements(ka ? *ka : *kNull, kb ? *kb : *kNull, coll);
             if (c != 0) return c * dir < 0;
         }
         return false;
@@ -108,6 +111,7 @@ void sortArray(std::vector<std::unique_ptr<Element>>& elems, const SortSpec& spe
 class PushModifier final : public Modifier {
   public:
     std::vector<std::unique_ptr<Element>> each;
+    Collation coll;
     std::optional<int64_t> slice;
     std::optional<SortSpec> sort;
     std::optional<int64_t> position;
@@ -150,7 +154,7 @@ class PushModifier final : public Modifier {
 
   private:
     void finish(std::vector<std::unique_ptr<Element>>& elems) const {
-        if (sort) sortArray(elems, *sort);
+        if (sort) sortArray(elems, *sort, coll.get());
         if (slice) {
             auto n = static_cast<int64_t>(elems.size());
             int64_t s = *slice;
@@ -162,9 +166,10 @@ class PushModifier final : public Modifier {
     }
 };
 
-bool containsEqual(const std::vector<std::unique_ptr<Element>>& v, const Element& x) {
+bool containsEqual(const std::vector<std::unique_ptr<Element>>& v, const Element& x,
+                   const bson::StringComparator* coll) {
     for (auto& e : v) {
-        if (compareElements(*e, x) == 0) return true;
+        if (compareElements(*e, x, coll) == 0) return true;
     }
     return false;
 }
@@ -172,6 +177,7 @@ bool containsEqual(const std::vector<std::unique_ptr<Element>>& v, const Element
 class AddToSetModifier final : public Modifier {
   public:
     std::vector<std::unique_ptr<Element>> values;  // deduplicated
+    Collation coll;
 
     bool applyExisting(Element& e, const std::string& path, ApplyContext& ctx) const override {
         if (!e.isArray()) {
@@ -184,7 +190,7 @@ class AddToSetModifier final : public Modifier {
         for (auto& v : values) {
             bool present = false;
             for (size_t i = 0; i < oldSize && !present; ++i) {
-                present = compareElements(*e.child(i), *v) == 0;
+                present = compareElements(*e.child(i), *v, coll.get()) == 0;
             }
             if (!present) e.appendChild(v->clone(""));
         }
@@ -228,22 +234,24 @@ class PullModifier final : public ArrayCullingModifier {
     enum class Mode { kEquality, kObject, kWrapped };
     static constexpr const char* kWrapKey = "v";
 
-    PullModifier(Mode mode, const bson_value_t& v)
-        : mode_(mode), value_(Element::fromValue("", v)) {
+    PullModifier(Mode mode, const bson_value_t& v, Collation coll)
+        : mode_(mode), value_(Element::fromValue("", v)), coll_(std::move(coll)) {
         if (mode == Mode::kEquality) return;
         bson::Doc filter;
         if (mode == Mode::kObject)
             filter = bson::Doc::copyOf(value_->toDoc().get());
         else
             bson::appendValue(filter.mut(), kWrapKey, v);
-        matcher_ = uassertStatusOK(query::Matcher::parse(filter.get()));
+        query::MatcherParseOptions mo;
+        mo.collator = coll_;
+        matcher_ = uassertStatusOK(query::Matcher::parse(filter.get(), mo));
     }
 
   protected:
     bool shouldRemove(const Element& elem) const override {
         switch (mode_) {
             case Mode::kEquality:
-                return compareElements(elem, *value_) == 0;
+                return compareElements(elem, *value_, coll_.get()) == 0;
             case Mode::kObject: {
                 if (!elem.isObject()) return false;
                 return matcher_->matches(elem.toDoc().get());
@@ -260,18 +268,23 @@ class PullModifier final : public ArrayCullingModifier {
   private:
     Mode mode_;
     std::unique_ptr<Element> value_;
+    Collation coll_;
     std::unique_ptr<query::Matcher> matcher_;
 };
 
 class PullAllModifier final : public ArrayCullingModifier {
   public:
-    explicit PullAllModifier(std::vector<std::unique_ptr<Element>> v) : values_(std::move(v)) {}
+    PullAllModifier(std::vector<std::unique_ptr<Element>> v, Collation coll)
+        : values_(std::move(v)), coll_(std::move(coll)) {}
 
   protected:
-    bool shouldRemove(const Element& elem) const override { return containsEqual(values_, elem); }
+    bool shouldRemove(const Element& elem) const override {
+        return containsEqual(values_, elem, coll_.get());
+    }
 
   private:
     std::vector<std::unique_ptr<Element>> values_;
+    Collation coll_;
 };
 
 class PopModifier final : public Modifier {
@@ -300,8 +313,9 @@ class PopModifier final : public Modifier {
 
 }  // namespace
 
-std::unique_ptr<Modifier> makePushModifier(const bson_value_t& v) {
+std::unique_ptr<Modifier> makePushModifier(const bson_value_t& v, const Collation& coll) {
     auto m = std::make_unique<PushModifier>();
+    m->coll = coll;
     bson_iter_t it;
     bool modifierForm = false;
     if (v.value_type == BSON_TYPE_DOCUMENT &&
@@ -352,8 +366,9 @@ std::unique_ptr<Modifier> makePushModifier(const bson_value_t& v) {
     return m;
 }
 
-std::unique_ptr<Modifier> makeAddToSetModifier(const bson_value_t& v) {
+std::unique_ptr<Modifier> makeAddToSetModifier(const bson_value_t& v, const Collation& coll) {
     auto m = std::make_unique<AddToSetModifier>();
+    m->coll = coll;
     std::vector<std::unique_ptr<Element>> candidates;
     bson_iter_t it;
     if (v.value_type == BSON_TYPE_DOCUMENT &&
@@ -378,12 +393,12 @@ std::unique_ptr<Modifier> makeAddToSetModifier(const bson_value_t& v) {
         candidates.push_back(Element::fromValue("", v));
     }
     for (auto& c : candidates) {
-        if (!containsEqual(m->values, *c)) m->values.push_back(std::move(c));
+        if (!containsEqual(m->values, *c, coll.get())) m->values.push_back(std::move(c));
     }
     return m;
 }
 
-std::unique_ptr<Modifier> makePullModifier(const bson_value_t& v) {
+std::unique_ptr<Modifier> makePullModifier(const bson_value_t& v, const Collation& coll) {
     using Mode = PullModifier::Mode;
     Mode mode = Mode::kEquality;
     if (v.value_type == BSON_TYPE_DOCUMENT) {
@@ -401,16 +416,16 @@ std::unique_ptr<Modifier> makePullModifier(const bson_value_t& v) {
     } else if (v.value_type == BSON_TYPE_REGEX) {
         mode = Mode::kWrapped;
     }
-    return std::make_unique<PullModifier>(mode, v);
+    return std::make_unique<PullModifier>(mode, v, coll);
 }
 
-std::unique_ptr<Modifier> makePullAllModifier(const bson_value_t& v) {
+std::unique_ptr<Modifier> makePullAllModifier(const bson_value_t& v, const Collation& coll) {
     if (v.value_type != BSON_TYPE_ARRAY) {
         uasserted(ErrorCode::BadValue,
                   fmt::format("$pullAll requires an array argument but was given a {}",
                               bson::typeName(v.value_type)));
     }
-    return std::make_unique<PullAllModifier>(elementsOf(v));
+    return std::make_unique<PullAllModifier>(elementsOf(v), coll);
 }
 
 std::unique_ptr<Modifier> makePopModifier(std::string_view field, const bson_value_t& v) {

@@ -89,16 +89,17 @@ void fillIdStrings(const bson_t* doc, ApplyContext* ctx) {
 
 UpdateDriver::~UpdateDriver() = default;
 
-StatusWith<std::unique_ptr<UpdateDriver>> UpdateDriver::parse(const bson_t* update,
-                                                              const bson_t* arrayFilters) {
+StatusWith<std::unique_ptr<UpdateDriver>> UpdateDriver::parse(
+    const bson_t* update, const bson_t* arrayFilters,
+    const std::shared_ptr<const query::Collator>& collator) {
     try {
         std::unique_ptr<UpdateDriver> d(new UpdateDriver());
-        auto filters = parseArrayFilters(arrayFilters);
+        auto filters = parseArrayFilters(arrayFilters, collator);
         bson_iter_t it;
         bool operatorStyle =
             bson_iter_init(&it, update) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
         if (operatorStyle) {
-            d->tree_ = UpdateTree::parse(update, std::move(filters));
+            d->tree_ = UpdateTree::parse(update, std::move(filters), collator);
         } else {
             d->replacement_ = bson::Doc::copyOf(update);
         }

@@ -29,6 +29,10 @@
 #include "bson/doc.h"
 #include "common/status.h"
 
+namespace halo::query {
+class Collator;
+}  // namespace halo::query
+
 namespace halo::update {
 
 class UpdateTree;
@@ -68,8 +72,11 @@ class UpdateDriver {
     /// Parses `update` (a document) and `arrayFilters` (an array of filter documents,
     /// or null). Errors: FailedToParse (unknown modifier, unused array filter, ...),
     /// BadValue, TypeMismatch, EmptyFieldName, ConflictingUpdateOperators.
-    static StatusWith<std::unique_ptr<UpdateDriver>> parse(const bson_t* update,
-                                                           const bson_t* arrayFilters = nullptr);
+    /// `collator` is the update's collation: arrayFilters, $pull/$pullAll,
+    /// $addToSet, $min/$max and $push's $sort compare strings with it.
+    static StatusWith<std::unique_ptr<UpdateDriver>> parse(
+        const bson_t* update, const bson_t* arrayFilters = nullptr,
+        const std::shared_ptr<const query::Collator>& collator = nullptr);
 
     bool isReplacement() const { return replacement_.has_value(); }
     /// True when a path uses the positional "$" (the caller must pass positionalIndex).

@@ -150,7 +150,7 @@ void mergePath(Node* root, const std::vector<std::string>& parts, const std::str
 }
 
 std::unique_ptr<Modifier> makeModifier(ModifierType t, const std::string& path,
-                                       const bson_value_t& v) {
+                                       const bson_value_t& v, const Collation& coll) {
     switch (t) {
         case ModifierType::kSet:
             return makeSetModifier(v, false);
@@ -163,17 +163,17 @@ std::unique_ptr<Modifier> makeModifier(ModifierType t, const std::string& path,
             return makeArithmeticModifier(t, path, v);
         case ModifierType::kMin:
         case ModifierType::kMax:
-            return makeCompareModifier(t, v);
+            return makeCompareModifier(t, v, coll);
         case ModifierType::kCurrentDate:
             return makeCurrentDateModifier(path, v);
         case ModifierType::kPush:
-            return makePushModifier(v);
+            return makePushModifier(v, coll);
         case ModifierType::kAddToSet:
-            return makeAddToSetModifier(v);
+            return makeAddToSetModifier(v, coll);
         case ModifierType::kPull:
-            return makePullModifier(v);
+            return makePullModifier(v, coll);
         case ModifierType::kPullAll:
-            return makePullAllModifier(v);
+            return makePullAllModifier(v, coll);
         case ModifierType::kPop:
             return makePopModifier(path, v);
         case ModifierType::kBit:
@@ -391,7 +391,7 @@ std::vector<std::string> parseUpdatePath(std::string_view path) {
     return parts;
 }
 
-ArrayFilterMap parseArrayFilters(const bson_t* arrayFilters) {
+ArrayFilterMap parseArrayFilters(const bson_t* arrayFilters, const Collation& coll) {
     ArrayFilterMap out;
     if (!arrayFilters) return out;
     bson_iter_t it;
@@ -438,7 +438,9 @@ ArrayFilterMap parseArrayFilters(const bson_t* arrayFilters) {
                                   "name {}",
                                   id));
         }
-        out.emplace(id, uassertStatusOK(query::Matcher::parse(&filter)));
+        query::MatcherParseOptions mo;
+        mo.collator = coll;
+        out.emplace(id, uassertStatusOK(query::Matcher::parse(&filter, mo)));
     }
     return out;
 }
@@ -446,7 +448,8 @@ ArrayFilterMap parseArrayFilters(const bson_t* arrayFilters) {
 UpdateTree::UpdateTree() : root_(std::make_unique<Node>()) {}
 UpdateTree::~UpdateTree() = default;
 
-std::unique_ptr<UpdateTree> UpdateTree::parse(const bson_t* update, ArrayFilterMap arrayFilters) {
+std::unique_ptr<UpdateTree> UpdateTree::parse(const bson_t* update, ArrayFilterMap arrayFilters,
+                                              const Collation& coll) {
     auto tree = std::make_unique<UpdateTree>();
     tree->filters_ = std::move(arrayFilters);
     std::set<std::string, std::less<>> usedIds;
@@ -516,7 +519,7 @@ std::unique_ptr<UpdateTree> UpdateTree::parse(const bson_t* update, ArrayFilterM
             auto parts = parseUpdatePath(path);
             if (*type != ModifierType::kRename) {
                 checkDynamicParts(parts, path);
-                mergePath(tree->root_.get(), parts, path, makeModifier(*type, path, value));
+                mergePath(tree->root_.get(), parts, path, makeModifier(*type, path, value, coll));
                 continue;
             }
             // $rename {from: "to"}: a placeholder at `from`, the move at `to`.

@@ -34,7 +34,7 @@ struct ComponentLess {
 using ArrayFilterMap = std::map<std::string, std::unique_ptr<query::Matcher>, std::less<>>;
 
 /// Parses the `arrayFilters` array (may be null). Throws DBException.
-ArrayFilterMap parseArrayFilters(const bson_t* arrayFilters);
+ArrayFilterMap parseArrayFilters(const bson_t* arrayFilters, const Collation& coll = nullptr);
 
 /// Splits and validates an update path: EmptyFieldName for "" or empty parts.
 std::vector<std::string> parseUpdatePath(std::string_view path);
@@ -45,7 +45,8 @@ class UpdateTree {
     ~UpdateTree();
 
     /// Parses an operator-style update (the first field starts with '$').
-    static std::unique_ptr<UpdateTree> parse(const bson_t* update, ArrayFilterMap arrayFilters);
+    static std::unique_ptr<UpdateTree> parse(const bson_t* update, ArrayFilterMap arrayFilters,
+                                             const Collation& coll = nullptr);
 
     /// True when some path uses the positional "$".
     bool positional() const { return positional_; }

@@ -244,3 +244,14 @@ test('resuming from a point the capped oplog no longer holds fails with ChangeSt
     await small.cleanup();
   }
 });
+
+test('a change stream $match compares strings under the aggregate collation', async () => {
+  const coll = client.db('cs').collection(collName());
+  await coll.insertOne({ _id: 0 });
+  const stream = coll.watch([{ $match: { 'fullDocument.name': 'ann' } }], { collation: { locale: 'en', strength: 2 } });
+  await stream.tryNext(); // opens the cursor before the writes
+  await coll.insertMany([{ _id: 1, name: 'bob' }, { _id: 2, name: 'ANN' }]);
+  const [ev] = await nextEvents(stream, 1);
+  assert.deepEqual(ev.fullDocument, { _id: 2, name: 'ANN' });
+  await stream.close();
+});

@@ -102,3 +102,44 @@ test('writers racing on one document all succeed: no WriteConflict reaches a cli
     await server.cleanup();
   }
 });
+
+test('concurrent inserts of case variants into a unique case-insensitive index: exactly one wins per name', async () => {
+  const server = await startStore();
+  const clients = [];
+  try {
+    const RACERS = 8;
+    const NAMES = 30;
+    for (let r = 0; r < RACERS; r++) {
+      const c = new MongoClient(server.uri(), { serverSelectionTimeoutMS: 10000, maxPoolSize: 1, retryWrites: false });
+      await c.connect();
+      clients.push(c);
+    }
+    const name = `ci_${process.pid}`;
+    const ci = { locale: 'en', strength: 2 };
+    await clients[0].db('conc').createCollection(name, { collation: ci });
+    await clients[0].db('conc').collection(name).createIndex({ name: 1 }, { unique: true });
+    // Racer r writes every name with its own casing (bit i of r upper-cases letter i).
+    const casing = (base, r) => [...base].map((ch, i) => ((r >> i) & 1 ? ch.toUpperCase() : ch)).join('');
+    const outcomes = await Promise.all(clients.map(async (c, r) => {
+      const coll = c.db('conc').collection(name);
+      const won = [];
+      for (let n = 0; n < NAMES; n++) {
+        try {
+          await coll.insertOne({ name: casing(`name${n}`, r), r });
+          won.push(n);
+        } catch (e) {
+          if (e.code !== 11000) throw e;
+        }
+      }
+      return won;
+    }));
+    const wins = outcomes.flat().sort((a, b) => a - b);
+    assert.deepEqual(wins, Array.from({ length: NAMES }, (_, n) => n), 'each name inserted exactly once');
+    const coll = clients[0].db('conc').collection(name);
+    assert.equal(await coll.countDocuments({}), NAMES);
+    for (let n = 0; n < NAMES; n += 7) assert.equal(await coll.countDocuments({ name: `NAME${n}` }), 1);
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await server.cleanup();
+  }
+});
