@@ -166,7 +166,9 @@ async function waitingGetMore(client, collName, dbName = DB) {
 test('currentOp lists a waiting getMore; killOp (mongosh) interrupts it with 11601', async () => {
   const c = ctx.coll('waiting');
   await c.insertOne({ _id: 0 });
-  const other = await ctx.newClient({ replicaSet: 'rs0', directConnection: 'false' });
+  // No read retries: on a loaded machine a slow handshake could otherwise send the
+  // scan twice, and only one of them would be killed here.
+  const other = await ctx.newClient({ replicaSet: 'rs0', directConnection: 'false' }, { retryReads: false });
   const { id, outcome } = await waitingGetMore(other, c.collectionName);
   const op = await getMoreOp(ctx.client, id);
   assert.equal(op.type, 'op');
@@ -206,7 +208,9 @@ test('currentOp lists a waiting getMore; killOp (mongosh) interrupts it with 116
 test('killOp interrupts a long collection scan (Node driver)', async () => {
   const c = ctx.coll('scan');
   await c.insertMany(Array.from({ length: 3000 }, (_, i) => ({ _id: i })));
-  const other = await ctx.newClient({ replicaSet: 'rs0', directConnection: 'false' });
+  // No read retries: on a loaded machine a slow handshake could otherwise send the
+  // scan twice, and only one of them would be killed here.
+  const other = await ctx.newClient({ replicaSet: 'rs0', directConnection: 'false' }, { retryReads: false });
   // Thousands of expensive $expr evaluations, none matching: minutes of scanning.
   const filter = {
     $expr: { $lt: [{ $size: { $filter: { input: { $range: [0, 20000] }, cond: { $eq: [{ $mod: ['$$this', 3] }, 5] } } } }, 0] },
@@ -227,7 +231,12 @@ test('killOp interrupts a long collection scan (Node driver)', async () => {
   assert.deepEqual(op.command.filter, filter);
   // The legacy command filters the same list.
   const legacy = await ctx.client.db('admin').command({ currentOp: 1, 'command.comment': 'slow-scan' });
-  assert.deepEqual(legacy.inprog.map((o) => o.opid), [op.opid]);
+  try {
+    assert.deepEqual(legacy.inprog.map((o) => o.opid), [op.opid]);
+  } finally {
+    // Whatever happens, no scan is left to take the server's threads from later tests.
+    for (const o of legacy.inprog) if (o.opid !== op.opid) await ctx.client.db('admin').command({ killOp: 1, op: o.opid });
+  }
   const reply = await ctx.client.db('admin').command({ killOp: 1, op: op.opid });
   assert.equal(reply.info, 'attempting to kill op');
   const r = await scan;
