@@ -13,9 +13,13 @@ const { startStore } = require('../lib/server');
 const { mongoshJson } = require('../lib/mongosh');
 
 const DB = 'helpers_test';
+// A command runs to completion on its connection's thread, delaying the other
+// connections of that thread (docs/ARCHITECTURE.md). Connections go to the threads in
+// turn, so with more threads than this file opens connections, the killOp below never
+// shares a thread with the scan it must stop.
 const ctx = useStore({
   dbName: DB,
-  storeOptions: { replSet: 'rs0' },
+  storeOptions: { replSet: 'rs0', extraArgs: ['--threads', '256'] },
   uriParams: { replicaSet: 'rs0', directConnection: 'false' },
 });
 
