@@ -20,55 +20,6 @@ namespace {
 
 // ---- mongod's rendering of a BSON document in messages ({ a: 1, b: "x" }) ----
 
-std::string typeNameOf(bson_type_t t) {
-    switch (t) {
-        case BSON_TYPE_DOUBLE:
-            return "double";
-        case BSON_TYPE_UTF8:
-            return "string";
-        case BSON_TYPE_DOCUMENT:
-            return "object";
-        case BSON_TYPE_ARRAY:
-            return "array";
-        case BSON_TYPE_BINARY:
-            return "binData";
-        case BSON_TYPE_UNDEFINED:
-            return "undefined";
-        case BSON_TYPE_OID:
-            return "objectId";
-        case BSON_TYPE_BOOL:
-            return "bool";
-        case BSON_TYPE_DATE_TIME:
-            return "date";
-        case BSON_TYPE_NULL:
-            return "null";
-        case BSON_TYPE_REGEX:
-            return "regex";
-        case BSON_TYPE_DBPOINTER:
-            return "dbPointer";
-        case BSON_TYPE_CODE:
-            return "javascript";
-        case BSON_TYPE_SYMBOL:
-            return "symbol";
-        case BSON_TYPE_CODEWSCOPE:
-            return "javascriptWithScope";
-        case BSON_TYPE_INT32:
-            return "int";
-        case BSON_TYPE_TIMESTAMP:
-            return "timestamp";
-        case BSON_TYPE_INT64:
-            return "long";
-        case BSON_TYPE_DECIMAL128:
-            return "decimal";
-        case BSON_TYPE_MINKEY:
-            return "minKey";
-        case BSON_TYPE_MAXKEY:
-            return "maxKey";
-        default:
-            return "unknown";
-    }
-}
-
 std::string shellValue(const bson_value_t& v);
 
 std::string shellDoc(const bson_t* d) {
@@ -126,7 +77,7 @@ Status extractString(const bson_t* spec, const char* field, std::string* out, bo
     if (!BSON_ITER_HOLDS_UTF8(&it))
         return {ErrorCode::TypeMismatch,
                 fmt::format("\"{}\" had the wrong type. Expected string, found {}", field,
-                            typeNameOf(bson_iter_type(&it)))};
+                            bson::typeName(bson_iter_type(&it)))};
     uint32_t len = 0;
     const char* s = bson_iter_utf8(&it, &len);
     out->assign(s, len);
@@ -141,7 +92,7 @@ Status extractBool(const bson_t* spec, const char* field, bool* out, bool* prese
     if (!BSON_ITER_HOLDS_BOOL(&it))
         return {ErrorCode::TypeMismatch,
                 fmt::format("\"{}\" had the wrong type. Expected bool, found {}", field,
-                            typeNameOf(bson_iter_type(&it)))};
+                            bson::typeName(bson_iter_type(&it)))};
     *out = bson_iter_bool(&it);
     *present = true;
     return Status::OK();
@@ -155,7 +106,7 @@ Status extractInteger(const bson_t* spec, const char* field, int64_t* out, bool*
     if (!bson::isNumber(v->value_type))
         return {ErrorCode::TypeMismatch,
                 fmt::format("Expected field \"{}\" to have numeric type, but found {}", field,
-                            typeNameOf(v->value_type))};
+                            bson::typeName(v->value_type))};
     if (!bson::toInt64Exact(*v, out))
         return {ErrorCode::BadValue,
                 fmt::format("Expected field \"{}\" to have a value exactly representable as a "

@@ -136,14 +136,8 @@ std::string firstDollarPrefixedField(const bson_t* doc) {
             return std::string(key);
         keys.push_back(key);
         if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-            uint32_t len;
-            const uint8_t* data;
-            if (BSON_ITER_HOLDS_DOCUMENT(&it))
-                bson_iter_document(&it, &len, &data);
-            else
-                bson_iter_array(&it, &len, &data);
             bson_t sub;
-            if (!bson_init_static(&sub, data, len)) continue;
+            if (!bson::subDocumentAt(it, &sub)) continue;
             std::string inner = firstDollarPrefixedField(&sub);
             if (!inner.empty()) return inner;
         }
