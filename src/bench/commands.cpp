@@ -126,6 +126,9 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
         ->capture_default_str();
     f.reproduce->add_option("--horizon", r.horizon, "Tiering age of ycsb.usertable")
         ->capture_default_str();
+    f.reproduce->add_flag("!--no-cold-writes", r.coldWrites,
+                          "The proxy copies old documents up to write them (tiering.coldWrites: "
+                          "false; for A/B)");
     f.reproduce->add_option("--recordcount", r.recordCount,
                             "Archive documents (default 10,000,000; quick 200,000)");
     f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,

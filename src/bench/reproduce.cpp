@@ -95,15 +95,15 @@ int64_t parseHorizonMillis(const std::string& h) {
 }
 
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
-                            const std::string& horizon, bool tiered) {
+                            const std::string& horizon, bool tiered, bool coldWrites) {
     std::string out = "net: {bindIp: 127.0.0.1, port: 0}\ntiers:\n";
     out +=
         fmt::format("  fast: {{uri: \"{}\"}}\n  archive: {{uri: \"{}\"}}\n", fastUri, archiveUri);
     if (tiered)
         out += fmt::format(
-            "tiering:\n  collections:\n    - {{namespace: ycsb.usertable, ageField: date, "
-            "horizon: {}}}\nworkers: {{enabled: true}}\n",
-            horizon);
+            "tiering:\n  coldWrites: {}\n  collections:\n    - {{namespace: ycsb.usertable, "
+            "ageField: date, horizon: {}}}\nworkers: {{enabled: true}}\n",
+            coldWrites ? "true" : "false", horizon);
     else
         out += "tiering:\n  collections: []\nworkers: {enabled: false}\n";
     return out;
@@ -385,7 +385,7 @@ StatusWith<Server> Reproduction::startProxy(const std::string& name, const std::
     std::string cfg = fmt::format("{}/{}.yaml", o_.outDir, name);
     {
         std::ofstream f(cfg);
-        f << proxyConfigYaml(fastUri, archiveUri, o_.horizon, tiered);
+        f << proxyConfigYaml(fastUri, archiveUri, o_.horizon, tiered, o_.coldWrites);
         if (!f) return Status(ErrorCode::OperationFailed, "cannot write " + cfg);
     }
     ChildProcess::Options po;

@@ -26,6 +26,7 @@ struct ReproduceOptions {
     int rounds = 2;  // A B pairs per scenario
     int readIops = 3000;
     std::string horizon = "30d";  // the tiering age of ycsb.usertable
+    bool coldWrites = true;       // the proxy's tiering.coldWrites (an A/B switch)
     int fieldCount = 10;
     int fieldLength = 26;  // ~415-byte documents: 10 M of them are 16x a 256 MB cache
     // Zero: the mode's default (resolveDefaults).
@@ -67,6 +68,6 @@ int64_t parseHorizonMillis(const std::string& h);
 /// The proxy's YAML: ycsb.usertable tiered on `date` (or no tiered collection at all,
 /// a pure pass-through to the archive), workers on or off.
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
-                            const std::string& horizon, bool tiered);
+                            const std::string& horizon, bool tiered, bool coldWrites = true);
 
 }  // namespace halo::bench

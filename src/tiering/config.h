@@ -38,6 +38,9 @@ struct ProxyConfig {
     // Finds with skip + limit up to this many documents are merged reads
     // (CONSISTENCY.md, Merged reads) instead of waiting for the feeder; 0: never.
     int64_t mergedReadLimit = 1000;
+    // Writes of one archive-only document that leave its age alone run in the
+    // archive (CONSISTENCY.md, Cold writes) instead of promoting it.
+    bool coldWrites = true;
     Millis cursorTimeout{600'000};
     size_t maxCursors = 100'000;
     std::vector<CollectionPolicy> collections;

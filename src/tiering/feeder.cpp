@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "tiering/cold_write.h"
 #include "tiering/worker_context.h"
 
 namespace halo::tiering::workers {
@@ -394,6 +395,9 @@ class Feeder {
         for (auto& d : tombs.getValue()) {
             std::string tns;
             Id id;
+            // A cold write's guard is no delete: the archive holds X (cold_write.h).
+            bson_iter_t guard;
+            if (bson_iter_init_find(&guard, d.get(), kColdGuardField)) continue;
             if (tombstoneTarget(d.get(), &tns, &id) && tns == ns) dead.emplace(idKey(id), &d);
         }
         std::vector<const bson::Doc*> upserts;

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <optional>
 #include <random>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "common/log.h"
+#include "tiering/cold_write.h"
 
 namespace halo::tiering {
 
@@ -99,6 +101,11 @@ asio::awaitable<void> backoff(int attempt) {
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
+Status coldWriteRunning() {
+    return Status(ErrorCode::WriteConflict,
+                  "halocline: a write runs on this document in the archive (a cold write)");
+}
+
 bson::Doc findIdsCommand(const std::string& db, const std::string& coll, const bson_t* filterDoc) {
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
@@ -167,23 +174,58 @@ asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::st
 
 }  // namespace
 
-asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
-                                                            const std::vector<Id>& ids) {
-    bson::Doc tf;
-    appendTombstoneIn(tf.mut(), "filter", t.meta, ns, ids);
-    bson::Doc tc = findIdsCommand(t.meta.db, Metadata::kTombstones, tf.get());
+namespace {
+
+/// What holds each id's tombstone key: a tombstone, a cold write's guard
+/// (kept whole, for finishColdGuard), or nothing.
+struct KeyStates {
+    std::vector<bool> dead;
+    std::vector<bool> guarded;
+    std::vector<bson::Doc> guards;
+};
+
+asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
+                                                 const std::vector<Id>& ids) {
+    bson::Doc tc;
+    BSON_APPEND_UTF8(tc.mut(), "find", Metadata::kTombstones);
+    appendTombstoneIn(tc.mut(), "filter", t.meta, ns, ids);
+    BSON_APPEND_INT32(tc.mut(), "batchSize", 100000);
+    BSON_APPEND_UTF8(tc.mut(), "$db", t.meta.db.c_str());
     auto tombs = co_await t.fast.collect(tc.get());
     if (!tombs.isOK()) co_return tombs.getStatus();
-    std::unordered_set<std::string> dead;
-    for (auto& d : tombs.getValue()) {
+    std::unordered_map<std::string, size_t> held;  // idKey -> index into tombs
+    for (size_t i = 0; i < tombs.getValue().size(); ++i) {
         bson_iter_t it, sub;
-        if (bson_iter_init_find(&it, d.get(), "_id") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-            bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "id"))
-            dead.insert(idKey(makeId(*bson_iter_value(&sub))));
+        if (bson_iter_init_find(&it, tombs.getValue()[i].get(), "_id") &&
+            BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) &&
+            bson_iter_find(&sub, "id"))
+            held.emplace(idKey(makeId(*bson_iter_value(&sub))), i);
     }
-    std::vector<bool> out(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) out[i] = dead.count(idKey(ids[i])) > 0;
+    KeyStates out;
+    out.dead.resize(ids.size());
+    out.guarded.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+        auto h = held.find(idKey(ids[i]));
+        if (h == held.end()) continue;
+        bson::Doc& d = tombs.getValue()[h->second];
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, d.get(), kColdGuardField)) {
+            out.guarded[i] = true;
+            out.guards.push_back(d.copy());
+        } else {
+            out.dead[i] = true;
+        }
+    }
     co_return out;
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
+                                                            const std::vector<Id>& ids) {
+    auto k = co_await keyStates(t, ns, ids);
+    if (!k.isOK()) co_return k.getStatus();
+    co_return std::move(k.getValue().dead);
 }
 
 asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
@@ -192,10 +234,11 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
     if (ids.empty()) co_return out;
     auto present = co_await presentIn(t, ns, ids);
     if (!present.isOK()) co_return present.getStatus();
-    auto dead = co_await tombstonedIn(t, ns, ids);
-    if (!dead.isOK()) co_return dead.getStatus();
+    auto k = co_await keyStates(t, ns, ids);
+    if (!k.isOK()) co_return k.getStatus();
     out.present = std::move(present.getValue());
-    out.tombstoned = std::move(dead.getValue());
+    out.tombstoned = std::move(k.getValue().dead);
+    out.guarded = std::move(k.getValue().guarded);
     co_return out;
 }
 
@@ -315,6 +358,9 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
         }
         auto known = co_await fastPresence(t, ns, ids);
         if (!known.isOK()) co_return known.getStatus();
+        for (bool g : known.getValue().guarded)
+            if (g)  // a cold write runs in the archive: copy up after it (callers retry)
+                co_return coldWriteRunning();
         std::vector<const bson::Doc*> rest;
         for (size_t i = 0; i < all.size(); ++i)
             if (!known.getValue().present[i] && !known.getValue().tombstoned[i])
@@ -353,11 +399,24 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         for (size_t i = 0; i < ids.size(); ++i)
             if (!present.getValue()[i]) absent.push_back(std::move(ids[i]));
         if (absent.empty()) co_return int64_t{0};
-        auto dead = co_await tombstonedIn(t, ns, absent);
-        if (!dead.isOK()) co_return dead.getStatus();
+        auto keys = co_await keyStates(t, ns, absent);
+        if (!keys.isOK()) co_return keys.getStatus();
+        if (!keys.getValue().guards.empty()) {
+            // A cold write runs in the archive (cold_write.h): wait for it,
+            // or finish it if its writer has gone quiet.
+            for (auto& g : keys.getValue().guards) {
+                if (coldGuardAgeMillis(g.get()) < kColdGuardPatienceMillis) continue;
+                Status fin = co_await finishColdGuard(t, ns, g.get());
+                if (!fin.isOK() && !isTransient(fin)) co_return fin;
+            }
+            last = coldWriteRunning();
+            ids = std::move(absent);
+            co_await backoff(attempt);
+            continue;
+        }
         std::vector<Id> rest;
         for (size_t i = 0; i < absent.size(); ++i)
-            if (!dead.getValue()[i]) rest.push_back(std::move(absent[i]));
+            if (!keys.getValue().dead[i]) rest.push_back(std::move(absent[i]));
         if (rest.empty()) co_return int64_t{0};
         auto epoch = co_await readEpoch(t, ns);
         if (!epoch.isOK()) co_return epoch.getStatus();
@@ -510,7 +569,7 @@ asio::awaitable<void> unpin(Tiers& t, const Pinned& pins) {
 }
 
 asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
-                                                 const std::vector<Id>& ids) {
+                                                 const std::vector<Id>& ids, bool coldOk) {
     if (ids.empty()) co_return Pinned{p.ns, {}};
     int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
     std::vector<Id> toPin, absent;
@@ -530,11 +589,13 @@ asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolic
         if (!found.count(idKey(id))) absent.push_back(id.copy());
     if (!absent.empty()) {
         // Absent ids that exist in the archive (and are not tombstoned) will be promoted.
-        auto dead = co_await tombstonedIn(t, p.ns, absent);
-        if (!dead.isOK()) co_return dead.getStatus();
+        auto keys = co_await keyStates(t, p.ns, absent);
+        if (!keys.isOK()) co_return keys.getStatus();
+        if (coldOk && ids.size() == 1 && !keys.getValue().dead[0] && !keys.getValue().guarded[0])
+            co_return Pinned{p.ns, {}, true};
         std::vector<Id> rest;
         for (size_t i = 0; i < absent.size(); ++i)
-            if (!dead.getValue()[i]) rest.push_back(std::move(absent[i]));
+            if (!keys.getValue().dead[i]) rest.push_back(std::move(absent[i]));
         if (!rest.empty()) {
             bson::Doc af;
             appendIdIn(af.mut(), "filter", rest);
@@ -605,6 +666,7 @@ asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
     if (r.getValue().empty()) co_return out;
     DeleteResult d;
     bson_iter_t it;
+    d.inArchive = bson_iter_init_find(&it, r.getValue()[0].get(), "inArchive");
     if (bson_iter_init_find(&it, r.getValue()[0].get(), "n")) d.n = bson_iter_as_int64(&it);
     bson_t v;
     if (bson::subDocument(r.getValue()[0].get(), "value", &v)) d.deleted = bson::Doc::copyOf(&v);

@@ -4,6 +4,7 @@
 // from the archive without ever resurrecting or regressing one), and deletes
 // that leave tombstones. Everything here is standard MongoDB commands.
 #include <asio.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,12 @@ struct Tiers {
     Tier& archive;
     SessionPool& fastSessions;
     Metadata meta;
+    /// Sessions of the proxy's own in the archive, for cold writes of clients
+    /// that sent none (cold_write.h); null where no cold write runs.
+    SessionPool* archiveSessions = nullptr;
+    /// Waits until the feeder has applied every fast-tier write up to the
+    /// given cluster time (0: the fast tier's time now); set by the proxy.
+    std::function<asio::awaitable<Status>(uint64_t)> awaitApplied;
 };
 
 /// Appends {w: "majority", j: true}.
@@ -70,14 +77,17 @@ void appendMajority(bson_t* cmd);
 /// Reads the departure epoch of `ns` (0 when never bumped).
 asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns);
 
-/// Of `ids`, the ones present in the fast tier's `ns` and the ones tombstoned.
+/// Of `ids`, the ones present in the fast tier's `ns`, the ones tombstoned,
+/// and the ones a cold write holds (cold_write.h: a guard, no tombstone).
 struct FastPresence {
     std::vector<bool> present;
     std::vector<bool> tombstoned;
+    std::vector<bool> guarded;
 };
 asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
                                                        const std::vector<Id>& ids);
-/// Of `ids`, the ones tombstoned in the fast tier (fastPresence's second half).
+/// Of `ids`, the ones tombstoned in the fast tier (fastPresence's second
+/// half). A cold write's guard is no tombstone: the archive holds X.
 asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
                                                             const std::vector<Id>& ids);
 
@@ -101,9 +111,13 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
 struct Pinned {
     std::string ns;
     std::vector<Id> ids;
+    /// With `coldOk`: the one id lives only in the archive (neither in the
+    /// fast tier, nor tombstoned, nor guarded); nothing was pinned or
+    /// promoted, so the write may run there (cold_write.h).
+    bool cold = false;
 };
 asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
-                                                 const std::vector<Id>& ids);
+                                                 const std::vector<Id>& ids, bool coldOk = false);
 /// The same for every document `filter` can match, in either tier.
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
                                                          Millis guard, const bson_t* filter);
@@ -115,6 +129,9 @@ inline constexpr int64_t kStalePinMillis = 10 * 60 * 1000;
 /// (one document when `limit` is 1) in a transaction that leaves one tombstone
 /// per deleted id. With `returnDoc`, the deleted document (findAndModify).
 struct DeleteResult {
+    /// The statement ran in the archive (a cold write): a retry goes there,
+    /// and the archive answers it from its own record of the session.
+    bool inArchive = false;
     int64_t n = 0;
     std::optional<bson::Doc> deleted;
     bson::Doc operationTime;  // {t: Timestamp} of the commit, empty if unknown

@@ -12,6 +12,7 @@
 #include "net/tls.h"
 #include "store/query/matcher.h"
 #include "tiering/client_auth.h"
+#include "tiering/cold_write.h"
 #include "tiering/merged_read.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
@@ -221,6 +222,34 @@ std::optional<std::vector<Id>> idsNamedBy(const bson_t* filter) {
     return std::nullopt;
 }
 
+/// The archive command of a cold write: the client's command with only
+/// `stmt` (under `arrayKey`; none for findAndModify, whose command is its
+/// statement), the session `lsid`/`txnNumber`, and the protocol's majority,
+/// journaled write concern.
+bson::Doc coldCommand(const bson_t* cmd, const char* arrayKey, const bson_t* stmt,
+                      const bson_t* lsid, int64_t txnNumber) {
+    bson::Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "lsid" || k == "txnNumber" || k == "writeConcern" || k == "$clusterTime" ||
+            k == "recoveryToken" || (arrayKey && k == arrayKey))
+            continue;
+        bson_append_iter(out.mut(), nullptr, 0, &it);
+    }
+    if (arrayKey) {
+        bson_t arr;
+        bson_append_array_begin(out.mut(), arrayKey, -1, &arr);
+        bson_append_document(&arr, "0", 1, stmt);
+        bson_append_array_end(out.mut(), &arr);
+    }
+    BSON_APPEND_DOCUMENT(out.mut(), "lsid", lsid);
+    BSON_APPEND_INT64(out.mut(), "txnNumber", txnNumber);
+    appendMajority(out.mut());
+    return out;
+}
+
 /// Whether an aggregate's first pipeline stage is `stage`.
 bool firstStageIs(const bson_t* cmd, std::string_view stage) {
     bson_t pipeline;
@@ -335,6 +364,14 @@ class ClientConnection : public net::FrameHandler {
     /// Pins and promotes what a write with `filter` can touch (appends to `pins`).
     asio::awaitable<Status> prepare(const CollectionPolicy& p, const bson_t* filter,
                                     std::vector<Pinned>* pins);
+    /// CONSISTENCY.md, Cold writes: the one statement `stmt` of `cmd` (of
+    /// kind "update", "delete" or "findAndModify") runs in the archive when
+    /// its document lives only there, and a retry of a statement that ran
+    /// there goes there again: the archive's reply. nullopt: the write runs
+    /// in the fast tier, prepared (`pins`) like any other.
+    asio::awaitable<StatusWith<std::optional<bson::Doc>>> prepareOrWriteCold(
+        const CollectionPolicy& p, std::string_view kind, const bson_t* cmd, const char* arrayKey,
+        const bson_t* stmt, const bson_t* filter, std::vector<Pinned>* pins);
     /// Unpins in the background: the write is done, so the client need not
     /// wait for the pins' own journal sync (a pin a crash leaves behind goes
     /// stale and the evictor ignores it, kStalePinMillis).
@@ -662,42 +699,18 @@ const bson_t* pingCommand() {
 }  // namespace
 
 asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpTime after) {
-    SharedState& s = p_.state();
-    OpTime target = after;
-    if (p_.config().causalReads) {
-        // Every write acknowledged before this read, through this proxy or any
-        // other, is at or before the fast tier's time now.
-        slot_.sentTo(p_.fast().name().c_str());
-        auto r = co_await p_.fastClock().now();
-        if (!r.isOK()) co_return r.getStatus();
-        OpTime now = r.getValue();
-        s.noteFastTime(now);
-        target = std::max(target, now);
-    }
-    if (target == 0 || s.feederApplied.load() >= target) co_return Status::OK();
-    auto deadline = std::chrono::steady_clock::now() + p_.config().causalWaitTimeout;
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    while (s.feederApplied.load() < target) {
-        // The leader's feeder publishes its progress in memory; other proxies
-        // read it from the archive, where the feeder saves it after every batch.
-        if (s.role.load() != static_cast<int>(WorkerRole::Leader) && s.claimFeederRefresh()) {
-            Status st = co_await workers::refreshFeederProgress(p_.tiers(), s);
-            if (!st.isOK()) co_return st;
-            if (s.feederApplied.load() >= target) break;
-        }
-        if (std::chrono::steady_clock::now() >= deadline)
-            co_return Status(
-                ErrorCode::ExceededTimeLimit,
-                fmt::format("halocline: a read of {} must go to the archive, which has not yet "
-                            "received every write acknowledged before it (feeder behind by {} "
-                            "ms); waited {} ms (tiering.causalWaitTimeout)",
-                            ns, s.feederLagMillis.load(), p_.config().causalWaitTimeout.count()));
-        if (slot_.killed()) co_return interrupted();
-        timer.expires_after(std::chrono::milliseconds(2));
-        asio::error_code ec;
-        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-    co_return Status::OK();
+    if (!p_.config().causalReads && after == 0) co_return Status::OK();
+    slot_.sentTo(p_.fast().name().c_str());
+    auto timeout = p_.config().causalWaitTimeout;
+    if (!p_.config().causalReads)
+        co_return co_await p_.awaitApplied(after, ns, timeout, [this] { return slot_.killed(); });
+    // Every write acknowledged before this read, through this proxy or any
+    // other, is at or before the fast tier's time now.
+    auto r = co_await p_.fastClock().now();
+    if (!r.isOK()) co_return r.getStatus();
+    p_.state().noteFastTime(r.getValue());
+    co_return co_await p_.awaitApplied(std::max(after, r.getValue()), ns, timeout,
+                                       [this] { return slot_.killed(); });
 }
 
 asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, const bson_t* cmd,
@@ -1348,6 +1361,76 @@ asio::awaitable<Status> ClientConnection::prepare(const CollectionPolicy& p, con
     co_return Status::OK();
 }
 
+asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareOrWriteCold(
+    const CollectionPolicy& p, std::string_view kind, const bson_t* cmd, const char* arrayKey,
+    const bson_t* stmt, const bson_t* filter, std::vector<Pinned>* pins) {
+    using Out = std::optional<bson::Doc>;
+    SharedState& s = p_.state();
+    // A feeder runs (somewhere): a cold write waits for it (cold_write.h).
+    bool feederRuns =
+        s.role.load() != static_cast<int>(WorkerRole::Disabled) || s.feederApplied.load() > 0;
+    std::optional<Id> id;
+    if (p_.config().coldWrites) id = coldTarget(kind, stmt, p);
+    bson::Doc retryKey = retryKeyOf(cmd, 0);
+    bson_t clientLsid;
+    bool retryable = !retryKey.empty() && bson::subDocument(cmd, "lsid", &clientLsid);
+    int64_t clientTxn = 0;
+    bson_iter_t it;
+    if (retryable && bson_iter_init_find(&it, cmd, "txnNumber"))
+        clientTxn = bson_iter_as_int64(&it);
+    if (id && feederRuns) {
+        std::vector<Id> ids;
+        ids.push_back(id->copy());
+        auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids, true);
+        if (!r.isOK()) co_return r.getStatus();
+        if (!r.getValue().cold) {
+            if (!r.getValue().ids.empty()) pins->push_back(std::move(r.getValue()));
+        } else {
+            // The client's retryable session, or one of the proxy's: either
+            // way running the command again is a retry, never a repeat.
+            std::optional<SessionPool::Lease> own;
+            bson::Doc ac;
+            if (retryable) {
+                ac = coldCommand(cmd, arrayKey, stmt, &clientLsid, clientTxn);
+            } else {
+                own = p_.tiers().archiveSessions->take();
+                ac = coldCommand(cmd, arrayKey, stmt, own->lsid.get(), own->txnNumber);
+            }
+            slot_.sentTo(p_.archive().name().c_str());
+            auto c = co_await runCold(p_.tiers(), p.ns, *id, ac.get(),
+                                      retryable ? retryKey.get() : nullptr);
+            if (own) p_.tiers().archiveSessions->give(std::move(*own));
+            if (!c.isOK()) co_return c.getStatus();
+            if (c.getValue()) {
+                if (auto* prog = s.progress(p.ns)) ++prog->coldWrites;
+                co_return std::move(c.getValue());
+            }
+            // Raced with a writer that copied it up: prepare as any write.
+            Status st = co_await prepare(p, filter, pins);
+            if (!st.isOK()) co_return st;
+        }
+    } else {
+        Status st = co_await prepare(p, filter, pins);
+        if (!st.isOK()) co_return st;
+    }
+    // A retry of a statement that ran in the archive goes there again, and
+    // the archive answers it from its session record. (Checked after the
+    // promotion, which waits for a cold write's guard: a cold run of this
+    // statement is recorded by then.)
+    if (id && retryable) {
+        auto f = co_await findRetry(p_.tiers(), retryKey.get());
+        if (!f.isOK()) co_return f.getStatus();
+        if (f.getValue() && f.getValue()->inArchive) {
+            bson::Doc ac = coldCommand(cmd, arrayKey, stmt, &clientLsid, clientTxn);
+            slot_.sentTo(p_.archive().name().c_str());
+            auto r = co_await p_.archive().run(ac.get());
+            if (!r.isOK()) co_return r.getStatus();
+            co_return Out(std::move(r.getValue()));
+        }
+    }
+    co_return Out{};
+}
+
 void ClientConnection::release(std::vector<Pinned>& pins) {
     if (pins.empty()) return;
     auto* proxy = &p_;
@@ -1382,18 +1465,32 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
         else if (!r.getValue().ids.empty())
             pins.push_back(std::move(r.getValue()));
     } else if (name == "update") {
-        for (auto stmt : statements(msg, cmd, "updates")) {
+        auto stmts = statements(msg, cmd, "updates");
+        for (auto stmt : stmts) {
             bson::View u(stmt.data(), stmt.size());
             bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) continue;
-            prepared = co_await prepare(p, &q, &pins);
+            if (stmts.size() == 1) {
+                auto cold =
+                    co_await prepareOrWriteCold(p, "update", cmd, "updates", u.get(), &q, &pins);
+                if (cold.isOK() && cold.getValue())
+                    co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
+                prepared = cold.getStatus();
+            } else {
+                prepared = co_await prepare(p, &q, &pins);
+            }
             if (!prepared.isOK()) break;
         }
     } else {  // findAndModify
         bson_t q;
         bson_t empty = BSON_INITIALIZER;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
-        prepared = co_await prepare(p, &q, &pins);
+        auto cold = co_await prepareOrWriteCold(p, "findAndModify", cmd, nullptr, cmd, &q, &pins);
+        if (cold.isOK() && cold.getValue()) {
+            release(pins);
+            co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
+        }
+        prepared = cold.getStatus();
         if (prepared.isOK() && truthy(cmd, "remove")) {
             bson::Doc out = co_await tieredRemove(p, cmd);
             release(pins);
@@ -1440,11 +1537,23 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
             else
                 earlier = std::move(f.getValue());
         }
-        if (earlier) {
+        if (earlier && !earlier->inArchive) {
             r = std::move(*earlier);
         } else if (r.isOK()) {
             std::vector<Pinned> pins;
-            Status s = co_await prepare(p, &q, &pins);
+            Status s = Status::OK();
+            if (stmts.size() == 1) {
+                // One statement: it may run in the archive (cold_write.h).
+                auto cold =
+                    co_await prepareOrWriteCold(p, "delete", cmd, "deletes", stmt.get(), &q, &pins);
+                if (cold.isOK() && cold.getValue()) {
+                    release(pins);
+                    co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
+                }
+                s = cold.getStatus();
+            } else {
+                s = co_await prepare(p, &q, &pins);
+            }
             r = s;
             if (s.isOK())
                 r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
@@ -1746,6 +1855,7 @@ bson::Doc ClientConnection::status() {
         BSON_APPEND_INT64(&rt, "idLookupHits", pr->idLookupHits.load());
         BSON_APPEND_INT64(&rt, "idLookupMisses", pr->idLookupMisses.load());
         BSON_APPEND_INT64(&rt, "mergedReads", pr->mergedReads.load());
+        BSON_APPEND_INT64(&rt, "coldWrites", pr->coldWrites.load());
         BSON_APPEND_INT64(&rt, "promoted", pr->promoted.load());
         bson_append_document_end(&c, &rt);
         BSON_APPEND_DOUBLE(&c, "hitRatio", rf + ra ? static_cast<double>(rf) / (rf + ra) : 0.0);
@@ -1863,12 +1973,22 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       fast_("fast", cfg_.fastUri),
       archive_("archive", cfg_.archiveUri),
       fastSessions_(fast_),
+      archiveSessions_(archive_),
       fastClock_(fast_),
       users_(archive_, cfg_.userCacheInvalidation),
       tiers_{fast_, archive_, fastSessions_, Metadata{cfg_.metadataDb}},
       state_(cfg_),
       router_(cfg_, state_),
-      cursors_(cfg_.maxCursors) {}
+      cursors_(cfg_.maxCursors) {
+    tiers_.archiveSessions = &archiveSessions_;
+    // A cold write waits for the feeder at most this long, then promotes
+    // instead (CONSISTENCY.md, Cold writes).
+    tiers_.awaitApplied = [this](OpTime target) -> asio::awaitable<Status> {
+        auto timeout =
+            std::min<std::chrono::milliseconds>(cfg_.causalWaitTimeout, std::chrono::seconds(1));
+        co_return co_await awaitApplied(target, "a cold write", timeout);
+    };
+}
 
 Proxy::~Proxy() {
     stop();
@@ -1889,6 +2009,42 @@ Status Proxy::claimSession(const std::string& lsidId, const std::string& princip
                                   principal));
     it->second.lastUsed = now;
     return Status::OK();
+}
+
+asio::awaitable<Status> Proxy::awaitApplied(OpTime target, const std::string& ns,
+                                            std::chrono::milliseconds timeout,
+                                            const std::function<bool()>& killed) {
+    SharedState& s = state_;
+    if (target == 0) {
+        auto r = co_await fastClock_.now();
+        if (!r.isOK()) co_return r.getStatus();
+        s.noteFastTime(r.getValue());
+        target = r.getValue();
+    }
+    if (s.feederApplied.load() >= target) co_return Status::OK();
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (s.feederApplied.load() < target) {
+        // The leader's feeder publishes its progress in memory; other proxies
+        // read it from the archive, where the feeder saves it after every batch.
+        if (s.role.load() != static_cast<int>(WorkerRole::Leader) && s.claimFeederRefresh()) {
+            Status st = co_await workers::refreshFeederProgress(tiers_, s);
+            if (!st.isOK()) co_return st;
+            if (s.feederApplied.load() >= target) break;
+        }
+        if (std::chrono::steady_clock::now() >= deadline)
+            co_return Status(
+                ErrorCode::ExceededTimeLimit,
+                fmt::format("halocline: {} needs the archive to have received every write "
+                            "acknowledged before (feeder behind by {} ms); waited {} ms "
+                            "(tiering.causalWaitTimeout)",
+                            ns, s.feederLagMillis.load(), timeout.count()));
+        if (killed && killed()) co_return interrupted();
+        timer.expires_after(std::chrono::milliseconds(2));
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return Status::OK();
 }
 
 void Proxy::killRemote(const std::vector<CursorEntry>& dropped) {

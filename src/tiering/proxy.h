@@ -60,6 +60,12 @@ class Proxy {
     /// the proxy's user, so they cannot tell them apart). Idle sessions are
     /// forgotten after 30 minutes, as mongod's logical session timeout.
     Status claimSession(const std::string& lsidId, const std::string& principal);
+    /// Waits until the feeder has applied every fast-tier write up to `target`
+    /// (0: the fast tier's time now), up to `timeout`; `ns` names the
+    /// collection in the timeout's message (ExceededTimeLimit).
+    asio::awaitable<Status> awaitApplied(OpTime target, const std::string& ns,
+                                         std::chrono::milliseconds timeout,
+                                         const std::function<bool()>& killed = {});
 
   private:
     asio::awaitable<void> reapLoop();
@@ -77,6 +83,7 @@ class Proxy {
     Tier fast_;
     Tier archive_;
     SessionPool fastSessions_;
+    SessionPool archiveSessions_;
     FastClock fastClock_;
     UserCache users_;
     Tiers tiers_;

@@ -45,6 +45,7 @@ struct CollectionProgress {
     std::atomic<int64_t> idLookupHits{0};    // exact _id finds answered by the fast tier
     std::atomic<int64_t> idLookupMisses{0};  // ... that had to go to the archive
     std::atomic<int64_t> mergedReads{0};     // archive-routed finds merged, no feeder wait
+    std::atomic<int64_t> coldWrites{0};      // writes run in the archive (cold_write.h)
     std::atomic<int64_t> promoted{0};        // documents copied up for writes and reads
 
     /// What the check of the policy against the archive's data found wrong

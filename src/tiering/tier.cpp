@@ -543,21 +543,6 @@ Status connectionLost(const asio::error_code& ec, const std::string& name) {
                   fmt::format("{} tier: connection lost: {}", name, ec.message()));
 }
 
-/// Errors that say nothing about whether a command ran: the connection failed,
-/// or the server went away (a reply refusing it, such as NoSuchTransaction, is
-/// an answer).
-bool unanswered(const Status& s) {
-    switch (s.code()) {
-        case ErrorCode::HostUnreachable:
-        case ErrorCode::NotWritablePrimary:
-        case ErrorCode::InterruptedAtShutdown:
-        case ErrorCode::ShutdownInProgress:
-            return true;
-        default:
-            return false;
-    }
-}
-
 template <typename Stream>
 asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, net::FrameReader& reader,
                                                 const Frame& request, int32_t rid,
@@ -585,6 +570,21 @@ asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, net::FrameReader
 }
 
 }  // namespace
+
+// Errors that say nothing about whether a command ran: the connection failed,
+// or the server went away (a reply refusing it, such as NoSuchTransaction, is
+// an answer).
+bool unanswered(const Status& s) {
+    switch (s.code()) {
+        case ErrorCode::HostUnreachable:
+        case ErrorCode::NotWritablePrimary:
+        case ErrorCode::InterruptedAtShutdown:
+        case ErrorCode::ShutdownInProgress:
+            return true;
+        default:
+            return false;
+    }
+}
 
 asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
     int32_t rid = nextRequestId_++;

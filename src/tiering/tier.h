@@ -186,6 +186,11 @@ using CommandRunner = std::function<asio::awaitable<StatusWith<bson::Doc>>(const
 asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
                                                                 const bson_t* cmd);
 
+/// Errors that say nothing about whether a command ran: the connection
+/// failed, or the server went away (a refusal, such as NoSuchTransaction, is
+/// an answer).
+bool unanswered(const Status& s);
+
 /// Whether a transaction error is worth retrying (WriteConflict, the
 /// TransientTransactionError label, NoSuchTransaction after a conflict).
 bool isTransient(const Status& s);

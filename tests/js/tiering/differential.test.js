@@ -178,6 +178,7 @@ test('random operations through the proxy agree with a plain store, reply by rep
   const routed = coll.routing;
   assert.ok(routed.fast > 0 && routed.archive > 0, `reads went to only one tier (${replay()}): ${show(routed)}`);
   assert.ok(routed.merged > 0, `no archive-routed find was merged (${replay()}): ${show(routed)}`);
+  assert.ok(routed.cold > 0, `no write ran in the archive (cold write) (${replay()}): ${show(routed)}`);
   process.stdout.write(
     `# differential: ${replay()}; ${i} ops in ${Date.now() - started} ms; ${final.docs} documents (${final.fast} in the fast tier); ` +
       `evicted ${coll.evicted}, warmed ${coll.warmed}, routed ${show(routed)}; ops ${show(counts)}\n`,

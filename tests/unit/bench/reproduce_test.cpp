@@ -50,6 +50,9 @@ TEST(ReproduceTest, ProxyConfigFollowsTheProxyInterface) {
     EXPECT_NE(tiered.find("{namespace: ycsb.usertable, ageField: date, horizon: 30d}"),
               std::string::npos);
     EXPECT_NE(tiered.find("workers: {enabled: true}"), std::string::npos);
+    EXPECT_NE(tiered.find("coldWrites: true"), std::string::npos);
+    EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, false).find("coldWrites: false"),
+              std::string::npos);
     std::string pass = proxyConfigYaml("f", "a", "30d", false);
     EXPECT_NE(pass.find("collections: []"), std::string::npos);
     EXPECT_NE(pass.find("workers: {enabled: false}"), std::string::npos);

@@ -15,6 +15,7 @@ tiers:
 tiering:
   clockSkewGuard: 500ms
   mergedReadLimit: 250
+  coldWrites: false
   collections:
     - {namespace: shop.orders, ageField: date, horizon: 30d}
     - {namespace: shop.events, ageField: _id, horizon: 12h}
@@ -29,6 +30,7 @@ TEST(ProxyConfig, LoadsAValidFile) {
     EXPECT_EQ(c.getValue().port, 0);
     EXPECT_EQ(c.getValue().clockSkewGuard, Millis(500));
     EXPECT_EQ(c.getValue().mergedReadLimit, 250);
+    EXPECT_FALSE(c.getValue().coldWrites);
     ASSERT_EQ(c.getValue().collections.size(), 2u);
     EXPECT_EQ(c.getValue().collections[0].horizon, Millis(30LL * 86'400'000));
     EXPECT_EQ(c.getValue().collections[1].ageField, "_id");

@@ -1,0 +1,340 @@
+#include "tiering/cold_write.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "common/log.h"
+#include "tiering/router.h"
+
+namespace halo::tiering {
+
+namespace {
+
+int64_t wallNow() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string_view topField(std::string_view path) {
+    return path.substr(0, path.find('.'));
+}
+
+/// Whether an update document is made of operators none of which writes the
+/// top-level field `age` (a replacement or a pipeline could write anything).
+bool leavesAgeAlone(const bson_iter_t& u, std::string_view age) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return false;
+    bson_iter_t ops;
+    bson_iter_recurse(&u, &ops);
+    bool any = false;
+    while (bson_iter_next(&ops)) {
+        std::string_view op = bson_iter_key(&ops);
+        if (op.empty() || op[0] != '$' || !BSON_ITER_HOLDS_DOCUMENT(&ops)) return false;
+        any = true;
+        bson_iter_t fields;
+        bson_iter_recurse(&ops, &fields);
+        while (bson_iter_next(&fields)) {
+            if (topField(bson_iter_key(&fields)) == age) return false;
+            if (op == "$rename") {
+                if (!BSON_ITER_HOLDS_UTF8(&fields)) return false;
+                if (topField(bson_iter_utf8(&fields, nullptr)) == age) return false;
+            }
+        }
+    }
+    return any;
+}
+
+bool truthy(const bson_t* d, const char* k) {
+    bson_iter_t it;
+    return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
+}
+
+/// A collation other than the simple one can make `_id: "a"` match "A" too.
+bool simpleCollation(const bson_t* d) {
+    bson_t c;
+    if (!bson::subDocument(d, "collation", &c)) return true;
+    return bson_empty(&c) || bson::stringField(&c, "locale") == "simple";
+}
+
+bson::Doc guardKeyFilter(const Metadata& meta, const std::string& ns, const Id& id,
+                         const bson_t* version) {
+    bson::Doc q;
+    meta.appendTombstoneKey(q.mut(), "_id", ns, id);
+    if (version) {
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, version, "v"))
+            bson_append_value(q.mut(), kColdGuardField, -1, bson_iter_value(&it));
+    }
+    return q;
+}
+
+/// Runs a guarded command in the archive; once more when the first attempt
+/// went unanswered (its session makes the second a retry, never a repeat).
+asio::awaitable<StatusWith<bson::Doc>> runInArchive(Tiers& t, const bson_t* cmd) {
+    auto r = co_await t.archive.run(cmd);
+    if (!r.isOK() && unanswered(r.getStatus())) r = co_await t.archive.run(cmd);
+    co_return r;
+}
+
+/// One fast transaction: removes X's guard if it is still `version`'s, and
+/// records the retryable statement `retryKey` as run in the archive.
+asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& id,
+                                     const bson_t* version, const bson_t* retryKey) {
+    Status st = Status::OK();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        auto lease = t.fastSessions.take();
+        Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+        do {
+            bson::Doc del;
+            BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+            bson_t arr, stmt;
+            BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+            BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+            bson::Doc q = guardKeyFilter(t.meta, ns, id, version);
+            BSON_APPEND_DOCUMENT(&stmt, "q", q.get());
+            BSON_APPEND_INT32(&stmt, "limit", 1);
+            bson_append_document_end(&arr, &stmt);
+            bson_append_array_end(del.mut(), &arr);
+            BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+            auto dr = co_await txn.run(del.get());
+            if (!dr.isOK()) {
+                st = dr.getStatus();
+                break;
+            }
+            if (retryKey) {
+                bson::Doc up;
+                BSON_APPEND_UTF8(up.mut(), "update", Metadata::kRetries);
+                bson_t u, rq, set;
+                BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &rq);
+                BSON_APPEND_DOCUMENT(&rq, "_id", retryKey);
+                bson_append_document_end(&stmt, &rq);
+                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+                BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+                BSON_APPEND_BOOL(&set, "inArchive", true);
+                BSON_APPEND_DATE_TIME(&set, "at", wallNow());
+                bson_append_document_end(&u, &set);
+                bson_append_document_end(&stmt, &u);
+                BSON_APPEND_BOOL(&stmt, "upsert", true);
+                bson_append_document_end(&arr, &stmt);
+                bson_append_array_end(up.mut(), &arr);
+                BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+                auto ur = co_await txn.run(up.get());
+                if (!ur.isOK()) {
+                    st = ur.getStatus();
+                    break;
+                }
+            }
+            st = (co_await txn.commit()).getStatus();
+        } while (false);
+        if (!st.isOK()) co_await txn.abort();
+        t.fastSessions.give(std::move(lease));
+        if (st.isOK() || !isTransient(st) || txn.commitUnknown()) co_return st;
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        timer.expires_after(std::chrono::milliseconds(1 + attempt));
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return st;
+}
+
+struct Taken {
+    bson::Doc version;     // {v: ObjectId}
+    OpTime committed = 0;  // the guard transaction's commit time
+};
+
+/// The guard transaction: inserts X's guard and checks F(X) is absent.
+/// nullopt: X is in the fast tier, or its tombstone key is taken (a
+/// tombstone, another guard: `existing` gets it, when it is a guard).
+asio::awaitable<StatusWith<std::optional<Taken>>> takeGuard(Tiers& t, const std::string& ns,
+                                                            const Id& id, const bson_t* cmd,
+                                                            const bson_t* retryKey,
+                                                            std::optional<bson::Doc>* existing) {
+    auto [db, coll] = splitNs(ns);
+    bson_oid_t oid;
+    bson_oid_init(&oid, nullptr);
+    Taken taken;
+    BSON_APPEND_OID(taken.version.mut(), "v", &oid);
+    auto lease = t.fastSessions.take();
+    Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+    StatusWith<std::optional<Taken>> out = std::optional<Taken>{};
+    bool commit = false;
+    do {
+        bson::Doc ins;
+        BSON_APPEND_UTF8(ins.mut(), "insert", Metadata::kTombstones);
+        bson_t arr, g;
+        BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &g);
+        t.meta.appendTombstoneKey(&g, "_id", ns, id);
+        BSON_APPEND_OID(&g, kColdGuardField, &oid);
+        BSON_APPEND_DATE_TIME(&g, "at", wallNow());
+        BSON_APPEND_DOCUMENT(&g, "cmd", cmd);
+        if (retryKey) BSON_APPEND_DOCUMENT(&g, "retry", retryKey);
+        bson_append_document_end(&arr, &g);
+        bson_append_array_end(ins.mut(), &arr);
+        BSON_APPEND_UTF8(ins.mut(), "$db", t.meta.db.c_str());
+        auto ir = co_await txn.run(ins.get());
+        if (!ir.isOK()) {
+            if (ir.getStatus().code() != ErrorCode::DuplicateKey) out = ir.getStatus();
+            break;
+        }
+        bson::Doc f;
+        BSON_APPEND_UTF8(f.mut(), "find", coll.c_str());
+        bson_t filter, proj;
+        BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "filter", &filter);
+        bson_iter_t vit;
+        if (const bson_value_t* v = idValue(id, &vit)) bson_append_value(&filter, "_id", 3, v);
+        bson_append_document_end(f.mut(), &filter);
+        BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "projection", &proj);
+        BSON_APPEND_INT32(&proj, "_id", 1);
+        bson_append_document_end(f.mut(), &proj);
+        BSON_APPEND_UTF8(f.mut(), "$db", db.c_str());
+        auto fr = co_await collectWith([&txn](const bson_t* c) { return txn.run(c); }, f.get());
+        if (!fr.isOK()) {
+            out = fr.getStatus();
+            break;
+        }
+        if (!fr.getValue().empty()) break;  // X is in the fast tier
+        auto cr = co_await txn.commit();
+        if (!cr.isOK()) {
+            out = cr.getStatus();
+            break;
+        }
+        commit = true;
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, cr.getValue().get(), "operationTime") &&
+            BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+            uint32_t ts, inc;
+            bson_iter_timestamp(&it, &ts, &inc);
+            taken.committed = (static_cast<OpTime>(ts) << 32) | inc;
+        }
+        out = std::optional<Taken>(std::move(taken));
+    } while (false);
+    if (!commit) co_await txn.abort();
+    t.fastSessions.give(std::move(lease));
+    if (out.isOK() && !out.getValue() && existing) {
+        // Whose key is it? A guard may be finished by this writer (see runCold).
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "find", Metadata::kTombstones);
+        bson::Doc q = guardKeyFilter(t.meta, ns, id, nullptr);
+        BSON_APPEND_DOCUMENT(c.mut(), "filter", q.get());
+        BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+        auto r = co_await t.fast.collect(c.get());
+        if (r.isOK() && !r.getValue().empty()) {
+            bson_iter_t it;
+            if (bson_iter_init_find(&it, r.getValue()[0].get(), kColdGuardField))
+                *existing = std::move(r.getValue()[0]);
+        }
+    }
+    co_return out;
+}
+
+bool sameRetry(const bson_t* guard, const bson_t* retryKey) {
+    bson_t g;
+    if (!retryKey || !bson::subDocument(guard, "retry", &g)) return false;
+    return g.len == retryKey->len && memcmp(bson_get_data(&g), bson_get_data(retryKey), g.len) == 0;
+}
+
+}  // namespace
+
+int64_t coldGuardAgeMillis(const bson_t* guard) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, guard, "at") || !BSON_ITER_HOLDS_DATE_TIME(&it)) return 0;
+    return wallNow() - bson_iter_date_time(&it);
+}
+
+std::optional<Id> coldTarget(std::string_view kind, const bson_t* stmt, const CollectionPolicy& p) {
+    const char* filterKey = kind == "findAndModify" ? "query" : "q";
+    bson_t q;
+    if (!bson::subDocument(stmt, filterKey, &q) || !simpleCollation(stmt)) return std::nullopt;
+    auto id = exactId(&q);
+    if (!id) return std::nullopt;
+    if (truthy(stmt, "upsert")) return std::nullopt;
+    if (kind == "delete") return id;
+    if (kind == "findAndModify" && truthy(stmt, "remove")) return id;
+    bson_iter_t u;
+    if (!bson_iter_init_find(&u, stmt, kind == "findAndModify" ? "update" : "u"))
+        return std::nullopt;
+    if (!leavesAgeAlone(u, topField(p.ageField))) return std::nullopt;
+    return id;
+}
+
+asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const std::string& ns,
+                                                              const Id& id,
+                                                              const bson_t* archiveCmd,
+                                                              const bson_t* retryKey) {
+    std::optional<Taken> taken;
+    for (int attempt = 0; attempt < 2 && !taken; ++attempt) {
+        std::optional<bson::Doc> existing;
+        auto g = co_await takeGuard(t, ns, id, archiveCmd, retryKey, &existing);
+        if (!g.isOK()) co_return g.getStatus();
+        taken = std::move(g.getValue());
+        if (taken) break;
+        // Another writer's guard: finish it when that writer is this
+        // statement's first attempt (a retry) or has gone quiet; otherwise
+        // the write takes the promoting path, which waits for the guard.
+        if (!existing || attempt > 0 ||
+            (!sameRetry(existing->get(), retryKey) &&
+             coldGuardAgeMillis(existing->get()) < kColdGuardPatienceMillis))
+            co_return std::optional<bson::Doc>{};
+        Status fin = co_await finishColdGuard(t, ns, existing->get());
+        if (!fin.isOK()) co_return fin;
+    }
+    if (!taken) co_return std::optional<bson::Doc>{};
+    // No feeder write of a version older than X's departure may reach the
+    // archive after ours (CONSISTENCY.md, Cold writes): wait until the feeder
+    // has applied everything up to the guard.
+    if (t.awaitApplied) {
+        Status w = co_await t.awaitApplied(taken->committed);
+        if (!w.isOK()) {
+            // The feeder lags (or is paused): nothing was sent, the guard
+            // goes, and the write promotes instead.
+            Status rel = co_await releaseGuard(t, ns, id, taken->version.get(), nullptr);
+            if (!rel.isOK()) co_return rel;
+            co_return std::optional<bson::Doc>{};
+        }
+    }
+    auto r = co_await runInArchive(t, archiveCmd);
+    if (!r.isOK()) {
+        if (!unanswered(r.getStatus()))
+            (void)co_await releaseGuard(t, ns, id, taken->version.get(), nullptr);
+        co_return r.getStatus();  // unanswered: the guard stays for finishColdGuard
+    }
+    Status rel = co_await releaseGuard(t, ns, id, taken->version.get(), retryKey);
+    if (!rel.isOK())
+        log::warning(
+            "tiering", 8210070, "Cold write done; its guard stays until another writer finishes it",
+            fmt::format(R"({{"ns":{},"error":{}}})", log::quote(ns), log::quote(rel.reason())));
+    co_return std::optional<bson::Doc>(std::move(r.getValue()));
+}
+
+asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const bson_t* guard) {
+    bson_t cmd;
+    Id id;
+    bson_iter_t it, sub;
+    if (!bson::subDocument(guard, "cmd", &cmd) || !bson_iter_init_find(&it, guard, "_id") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &sub) ||
+        !bson_iter_find(&sub, "id"))
+        co_return Status(ErrorCode::InternalError,
+                         "halocline: a cold-write guard without its command");
+    id = makeId(*bson_iter_value(&sub));
+    if (t.awaitApplied) {
+        Status w = co_await t.awaitApplied(0);
+        if (!w.isOK()) co_return w;
+    }
+    auto r = co_await runInArchive(t, &cmd);
+    if (!r.isOK()) co_return r.getStatus();
+    bson::Doc version;
+    if (bson_iter_init_find(&it, guard, kColdGuardField))
+        bson_append_value(version.mut(), "v", 1, bson_iter_value(&it));
+    bson_t retry;
+    bool hasRetry = bson::subDocument(guard, "retry", &retry);
+    log::info("tiering", 8210071, "Finished a cold write another writer left",
+              fmt::format(R"({{"ns":{}}})", log::quote(ns)));
+    co_return co_await releaseGuard(t, ns, id, version.get(), hasRetry ? &retry : nullptr);
+}
+
+}  // namespace halo::tiering

@@ -1,0 +1,57 @@
+#pragma once
+// CONSISTENCY.md, Cold writes: an update, findAndModify or delete of one
+// document that lives only in the archive, and whose age the write leaves
+// alone, runs in the archive, where the document lives, instead of being
+// copied up, written, copied back by the feeder and evicted again.
+//
+// The write holds a guard in the fast tier while it runs: a document under
+// X's tombstone key, {_id: {ns, id}, cold: <version>, at, cmd, retry}, which
+// promotions wait for (they write the same key), reads and the feeder ignore
+// (it is no delete), and which any proxy can finish if its writer died: `cmd`
+// is the archive command with a session and txnNumber, so running it again is
+// a retry the archive answers without running it twice.
+#include <asio.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "bson/doc.h"
+#include "tiering/config.h"
+#include "tiering/protocol.h"
+
+namespace halo::tiering {
+
+/// The document a single write statement may update or delete in the archive
+/// (nullopt: it must take the promoting path). `kind` is "update" (`stmt` one
+/// of its updates), "delete" (one of its deletes) or "findAndModify" (`stmt`
+/// the command). Eligible: the filter names one `_id` by equality, no upsert,
+/// and an update made of operators none of which writes the age field's
+/// top-level field (so the document's age, and with it every routing proof,
+/// stays as it was).
+std::optional<Id> coldTarget(std::string_view kind, const bson_t* stmt, const CollectionPolicy& p);
+
+/// The guard's field that marks it (tombstonedIn and the feeder skip it).
+inline constexpr const char* kColdGuardField = "cold";
+
+/// Runs `archiveCmd` (a write naming X, with `lsid`, `txnNumber` and a write
+/// concern) in the archive if X lives only there: takes X's guard, waits until
+/// the feeder has applied everything before it, runs the command, releases the
+/// guard (recording `retryKey`, when given, as run in the archive). nullopt: X
+/// is in the fast tier, tombstoned or guarded by another write, and nothing
+/// was done. An error after the command was sent leaves the guard for
+/// finishColdGuard (the command's outcome is unknown).
+asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const std::string& ns,
+                                                              const Id& id,
+                                                              const bson_t* archiveCmd,
+                                                              const bson_t* retryKey);
+
+/// Finishes a guard another writer left (CONSISTENCY.md, Cold writes, a
+/// writer that died): runs its command again and releases it.
+asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const bson_t* guard);
+
+/// How long ago a guard was taken (its `at`).
+int64_t coldGuardAgeMillis(const bson_t* guard);
+/// A guard older than this may be finished by anyone; a younger one is waited for.
+inline constexpr int64_t kColdGuardPatienceMillis = 5'000;
+
+}  // namespace halo::tiering
