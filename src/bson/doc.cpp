@@ -158,6 +158,33 @@ bool subDocument(const bson_t* doc, std::string_view field, bson_t* out) {
     return find(doc, field, &it) && subDocumentAt(it, out);
 }
 
+bool bytesField(const bson_t* doc, std::string_view field, std::string* out) {
+    out->clear();
+    bson_iter_t it;
+    if (!find(doc, field, &it)) return true;
+    if (BSON_ITER_HOLDS_BINARY(&it)) {
+        bson_subtype_t st;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_binary(&it, &st, &len, &data);
+        out->assign(reinterpret_cast<const char*>(data), len);
+        return true;
+    }
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        uint32_t len;
+        const char* s = bson_iter_utf8(&it, &len);
+        out->assign(s, len);
+        return true;
+    }
+    return false;
+}
+
+void appendBinary(bson_t* b, std::string_view key, std::string_view bytes) {
+    bson_append_binary(b, key.data(), static_cast<int>(key.size()), BSON_SUBTYPE_BINARY,
+                       reinterpret_cast<const uint8_t*>(bytes.data()),
+                       static_cast<uint32_t>(bytes.size()));
+}
+
 bool subDocumentAt(const bson_iter_t& it, bson_t* out) {
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) return false;
     uint32_t len;

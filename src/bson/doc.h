@@ -91,6 +91,12 @@ bool subDocument(const bson_t* doc, std::string_view field, bson_t* out);
 /// The same for the field `it` points at.
 bool subDocumentAt(const bson_iter_t& it, bson_t* out);
 
+/// The bytes of a BinData or string field (a SASL payload): "" when absent;
+/// false when the field holds another type.
+bool bytesField(const bson_t* doc, std::string_view field, std::string* out);
+/// Appends `bytes` as BinData of the generic subtype.
+void appendBinary(bson_t* b, std::string_view key, std::string_view bytes);
+
 /// Appends a bson_value_t under `key`.
 inline void appendValue(bson_t* b, std::string_view key, const bson_value_t& v) {
     bson_append_value(b, key.data(), static_cast<int>(key.size()), &v);

@@ -8,24 +8,12 @@ namespace halo::tiering {
 
 namespace {
 
+/// A SASL payload (BinData or string); a wrong type reads as empty, which the
+/// SCRAM exchange then refuses.
 std::string payloadOf(const bson_t* cmd, const char* field) {
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, cmd, field)) return {};
-    if (BSON_ITER_HOLDS_BINARY(&it)) {
-        bson_subtype_t st;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_binary(&it, &st, &len, &data);
-        return std::string(reinterpret_cast<const char*>(data), len);
-    }
-    if (BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
-    return {};
-}
-
-void appendPayload(bson_t* reply, std::string_view payload) {
-    bson_append_binary(reply, "payload", 7, BSON_SUBTYPE_BINARY,
-                       reinterpret_cast<const uint8_t*>(payload.data()),
-                       static_cast<uint32_t>(payload.size()));
+    std::string out;
+    (void)bson::bytesField(cmd, field, &out);
+    return out;
 }
 
 std::string utf8(const bson_t* d, const char* k) {
@@ -105,7 +93,7 @@ asio::awaitable<StatusWith<bson::Doc>> ClientAuth::saslStart(const bson_t* cmd,
     bson::Doc out;
     BSON_APPEND_INT32(out.mut(), "conversationId", sasl_->id());
     BSON_APPEND_BOOL(out.mut(), "done", false);
-    appendPayload(out.mut(), first.getValue());
+    bson::appendBinary(out.mut(), "payload", first.getValue());
     co_return out;
 }
 
@@ -135,7 +123,7 @@ asio::awaitable<StatusWith<bson::Doc>> ClientAuth::saslContinue(const bson_t* cm
     bson::Doc out;
     BSON_APPEND_INT32(out.mut(), "conversationId", id);
     BSON_APPEND_BOOL(out.mut(), "done", step.getValue().done);
-    appendPayload(out.mut(), step.getValue().payload);
+    bson::appendBinary(out.mut(), "payload", step.getValue().payload);
     if (step.getValue().done) {
         user_ = saslUser_;
         ++counters_.succeeded;
@@ -232,7 +220,7 @@ asio::awaitable<void> ClientAuth::appendToHello(const bson_t* cmd, bson_t* reply
     BSON_APPEND_DOCUMENT_BEGIN(reply, "speculativeAuthenticate", &sa);
     BSON_APPEND_INT32(&sa, "conversationId", sasl_->id());
     BSON_APPEND_BOOL(&sa, "done", false);
-    appendPayload(&sa, first.getValue());
+    bson::appendBinary(&sa, "payload", first.getValue());
     bson_append_document_end(reply, &sa);
 }
 

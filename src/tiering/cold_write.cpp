@@ -78,144 +78,79 @@ asio::awaitable<StatusWith<bson::Doc>> runInArchive(Tiers& t, const bson_t* cmd)
     co_return r;
 }
 
-/// One fast transaction: removes X's guard if it is still `version`'s, and
-/// records the retryable statement `retryKey` as run in the archive.
+/// Removes X's guard if it is still `version`'s, after recording the
+/// retryable statement `retryKey` as run in the archive: a promotion that
+/// follows the removal finds the record (both majority, journaled).
 asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& id,
                                      const bson_t* version, const bson_t* retryKey) {
-    Status st = Status::OK();
-    for (int attempt = 0; attempt < 20; ++attempt) {
-        auto lease = t.fastSessions.take();
-        Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
-        do {
-            bson::Doc del;
-            BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
-            bson_t arr, stmt;
-            BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
-            BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-            bson::Doc q = guardKeyFilter(t.meta, ns, id, version);
-            BSON_APPEND_DOCUMENT(&stmt, "q", q.get());
-            BSON_APPEND_INT32(&stmt, "limit", 1);
-            bson_append_document_end(&arr, &stmt);
-            bson_append_array_end(del.mut(), &arr);
-            BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
-            auto dr = co_await txn.run(del.get());
-            if (!dr.isOK()) {
-                st = dr.getStatus();
-                break;
-            }
-            if (retryKey) {
-                bson::Doc up;
-                BSON_APPEND_UTF8(up.mut(), "update", Metadata::kRetries);
-                bson_t u, rq, set;
-                BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-                BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &rq);
-                BSON_APPEND_DOCUMENT(&rq, "_id", retryKey);
-                bson_append_document_end(&stmt, &rq);
-                BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
-                BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
-                BSON_APPEND_BOOL(&set, "inArchive", true);
-                BSON_APPEND_DATE_TIME(&set, "at", wallNow());
-                bson_append_document_end(&u, &set);
-                bson_append_document_end(&stmt, &u);
-                BSON_APPEND_BOOL(&stmt, "upsert", true);
-                bson_append_document_end(&arr, &stmt);
-                bson_append_array_end(up.mut(), &arr);
-                BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
-                auto ur = co_await txn.run(up.get());
-                if (!ur.isOK()) {
-                    st = ur.getStatus();
-                    break;
-                }
-            }
-            st = (co_await txn.commit()).getStatus();
-        } while (false);
-        if (!st.isOK()) co_await txn.abort();
-        t.fastSessions.give(std::move(lease));
-        if (st.isOK() || !isTransient(st) || txn.commitUnknown()) co_return st;
-        asio::steady_timer timer(co_await asio::this_coro::executor);
-        timer.expires_after(std::chrono::milliseconds(1 + attempt));
-        asio::error_code ec;
-        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    bson_t arr, stmt;
+    if (retryKey) {
+        bson::Doc up;
+        BSON_APPEND_UTF8(up.mut(), "update", Metadata::kRetries);
+        bson_t u, rq, set;
+        BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+        BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &rq);
+        BSON_APPEND_DOCUMENT(&rq, "_id", retryKey);
+        bson_append_document_end(&stmt, &rq);
+        BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+        BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+        BSON_APPEND_BOOL(&set, "inArchive", true);
+        BSON_APPEND_DATE_TIME(&set, "at", wallNow());
+        bson_append_document_end(&u, &set);
+        bson_append_document_end(&stmt, &u);
+        BSON_APPEND_BOOL(&stmt, "upsert", true);
+        bson_append_document_end(&arr, &stmt);
+        bson_append_array_end(up.mut(), &arr);
+        appendMajority(up.mut());
+        BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+        auto ur = co_await t.fast.runOk(up.get());
+        if (!ur.isOK()) co_return ur.getStatus();
     }
-    co_return st;
+    bson::Doc del;
+    BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+    BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+    bson::Doc q = guardKeyFilter(t.meta, ns, id, version);
+    BSON_APPEND_DOCUMENT(&stmt, "q", q.get());
+    BSON_APPEND_INT32(&stmt, "limit", 1);
+    bson_append_document_end(&arr, &stmt);
+    bson_append_array_end(del.mut(), &arr);
+    appendMajority(del.mut());
+    BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+    co_return (co_await t.fast.runOk(del.get())).getStatus();
 }
 
-struct Taken {
-    bson::Doc version;     // {v: ObjectId}
-    OpTime committed = 0;  // the guard transaction's commit time
-};
-
-/// The guard transaction: inserts X's guard and checks F(X) is absent.
-/// nullopt: X is in the fast tier, or its tombstone key is taken (a
-/// tombstone, another guard: `existing` gets it, when it is a guard).
-asio::awaitable<StatusWith<std::optional<Taken>>> takeGuard(Tiers& t, const std::string& ns,
-                                                            const Id& id, const bson_t* cmd,
-                                                            const bson_t* retryKey,
-                                                            std::optional<bson::Doc>* existing) {
+/// Takes X's guard: inserts it (majority, journaled), then checks that F(X)
+/// does not exist. The guard's version ({v: ObjectId}), or nullopt: X is in
+/// the fast tier (the guard is removed again), or its tombstone key is taken
+/// (a tombstone, or another guard: `existing` gets the latter).
+asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
+    Tiers& t, const std::string& ns, const Id& id, const bson_t* cmd, const bson_t* retryKey,
+    std::optional<bson::Doc>* existing) {
+    using Out = std::optional<bson::Doc>;
     auto [db, coll] = splitNs(ns);
     bson_oid_t oid;
     bson_oid_init(&oid, nullptr);
-    Taken taken;
-    BSON_APPEND_OID(taken.version.mut(), "v", &oid);
-    auto lease = t.fastSessions.take();
-    Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
-    StatusWith<std::optional<Taken>> out = std::optional<Taken>{};
-    bool commit = false;
-    do {
-        bson::Doc ins;
-        BSON_APPEND_UTF8(ins.mut(), "insert", Metadata::kTombstones);
-        bson_t arr, g;
-        BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
-        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &g);
-        t.meta.appendTombstoneKey(&g, "_id", ns, id);
-        BSON_APPEND_OID(&g, kColdGuardField, &oid);
-        BSON_APPEND_DATE_TIME(&g, "at", wallNow());
-        BSON_APPEND_DOCUMENT(&g, "cmd", cmd);
-        if (retryKey) BSON_APPEND_DOCUMENT(&g, "retry", retryKey);
-        bson_append_document_end(&arr, &g);
-        bson_append_array_end(ins.mut(), &arr);
-        BSON_APPEND_UTF8(ins.mut(), "$db", t.meta.db.c_str());
-        auto ir = co_await txn.run(ins.get());
-        if (!ir.isOK()) {
-            if (ir.getStatus().code() != ErrorCode::DuplicateKey) out = ir.getStatus();
-            break;
-        }
-        bson::Doc f;
-        BSON_APPEND_UTF8(f.mut(), "find", coll.c_str());
-        bson_t filter, proj;
-        BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "filter", &filter);
-        bson_iter_t vit;
-        if (const bson_value_t* v = idValue(id, &vit)) bson_append_value(&filter, "_id", 3, v);
-        bson_append_document_end(f.mut(), &filter);
-        BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "projection", &proj);
-        BSON_APPEND_INT32(&proj, "_id", 1);
-        bson_append_document_end(f.mut(), &proj);
-        BSON_APPEND_UTF8(f.mut(), "$db", db.c_str());
-        auto fr = co_await collectWith([&txn](const bson_t* c) { return txn.run(c); }, f.get());
-        if (!fr.isOK()) {
-            out = fr.getStatus();
-            break;
-        }
-        if (!fr.getValue().empty()) break;  // X is in the fast tier
-        auto cr = co_await txn.commit();
-        if (!cr.isOK()) {
-            out = cr.getStatus();
-            break;
-        }
-        commit = true;
-        bson_iter_t it;
-        if (bson_iter_init_find(&it, cr.getValue().get(), "operationTime") &&
-            BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-            uint32_t ts, inc;
-            bson_iter_timestamp(&it, &ts, &inc);
-            taken.committed = (static_cast<OpTime>(ts) << 32) | inc;
-        }
-        out = std::optional<Taken>(std::move(taken));
-    } while (false);
-    if (!commit) co_await txn.abort();
-    t.fastSessions.give(std::move(lease));
-    if (out.isOK() && !out.getValue() && existing) {
+    bson::Doc version;
+    BSON_APPEND_OID(version.mut(), "v", &oid);
+    bson::Doc ins;
+    BSON_APPEND_UTF8(ins.mut(), "insert", Metadata::kTombstones);
+    bson_t arr, g;
+    BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &g);
+    t.meta.appendTombstoneKey(&g, "_id", ns, id);
+    BSON_APPEND_OID(&g, kColdGuardField, &oid);
+    BSON_APPEND_DATE_TIME(&g, "at", wallNow());
+    BSON_APPEND_DOCUMENT(&g, "cmd", cmd);
+    if (retryKey) BSON_APPEND_DOCUMENT(&g, "retry", retryKey);
+    bson_append_document_end(&arr, &g);
+    bson_append_array_end(ins.mut(), &arr);
+    appendMajority(ins.mut());
+    BSON_APPEND_UTF8(ins.mut(), "$db", t.meta.db.c_str());
+    auto ir = co_await t.fast.runOk(ins.get());
+    if (!ir.isOK()) {
+        if (ir.getStatus().code() != ErrorCode::DuplicateKey) co_return ir.getStatus();
         // Whose key is it? A guard may be finished by this writer (see runCold).
         bson::Doc c;
         BSON_APPEND_UTF8(c.mut(), "find", Metadata::kTombstones);
@@ -228,8 +163,40 @@ asio::awaitable<StatusWith<std::optional<Taken>>> takeGuard(Tiers& t, const std:
             if (bson_iter_init_find(&it, r.getValue()[0].get(), kColdGuardField))
                 *existing = std::move(r.getValue()[0]);
         }
+        co_return Out{};
     }
-    co_return out;
+    // After the guard: a promotion that committed before it shows here; one
+    // that had not yet written X's key meets the guard.
+    bson::Doc f;
+    BSON_APPEND_UTF8(f.mut(), "find", coll.c_str());
+    bson_t filter, proj;
+    BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "filter", &filter);
+    bson_iter_t vit;
+    if (const bson_value_t* v = idValue(id, &vit)) bson_append_value(&filter, "_id", 3, v);
+    bson_append_document_end(f.mut(), &filter);
+    BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "projection", &proj);
+    BSON_APPEND_INT32(&proj, "_id", 1);
+    bson_append_document_end(f.mut(), &proj);
+    BSON_APPEND_UTF8(f.mut(), "$db", db.c_str());
+    auto fr = co_await t.fast.collect(f.get());
+    if (!fr.isOK() || !fr.getValue().empty()) {
+        Status rel = co_await releaseGuard(t, ns, id, version.get(), nullptr);
+        if (!fr.isOK()) co_return fr.getStatus();
+        if (!rel.isOK()) co_return rel;
+        co_return Out{};
+    }
+    co_return Out(std::move(version));
+}
+
+/// releaseGuard after the reply (a coroutine of its own: its arguments live
+/// in its frame).
+asio::awaitable<void> releaseLater(Tiers& t, std::string ns, Id id, bson::Doc version,
+                                   std::optional<bson::Doc> key) {
+    Status rel = co_await releaseGuard(t, ns, id, version.get(), key ? key->get() : nullptr);
+    if (!rel.isOK())
+        log::warning(
+            "tiering", 8210070, "Cold write done; its guard stays until another writer finishes it",
+            fmt::format(R"({{"ns":{},"error":{}}})", log::quote(ns), log::quote(rel.reason())));
 }
 
 bool sameRetry(const bson_t* guard, const bson_t* retryKey) {
@@ -266,13 +233,13 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const st
                                                               const Id& id,
                                                               const bson_t* archiveCmd,
                                                               const bson_t* retryKey) {
-    std::optional<Taken> taken;
-    for (int attempt = 0; attempt < 2 && !taken; ++attempt) {
+    std::optional<bson::Doc> version;
+    for (int attempt = 0; attempt < 2 && !version; ++attempt) {
         std::optional<bson::Doc> existing;
         auto g = co_await takeGuard(t, ns, id, archiveCmd, retryKey, &existing);
         if (!g.isOK()) co_return g.getStatus();
-        taken = std::move(g.getValue());
-        if (taken) break;
+        version = std::move(g.getValue());
+        if (version) break;
         // Another writer's guard: finish it when that writer is this
         // statement's first attempt (a retry) or has gone quiet; otherwise
         // the write takes the promoting path, which waits for the guard.
@@ -283,31 +250,19 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const st
         Status fin = co_await finishColdGuard(t, ns, existing->get());
         if (!fin.isOK()) co_return fin;
     }
-    if (!taken) co_return std::optional<bson::Doc>{};
-    // No feeder write of a version older than X's departure may reach the
-    // archive after ours (CONSISTENCY.md, Cold writes): wait until the feeder
-    // has applied everything up to the guard.
-    if (t.awaitApplied) {
-        Status w = co_await t.awaitApplied(taken->committed);
-        if (!w.isOK()) {
-            // The feeder lags (or is paused): nothing was sent, the guard
-            // goes, and the write promotes instead.
-            Status rel = co_await releaseGuard(t, ns, id, taken->version.get(), nullptr);
-            if (!rel.isOK()) co_return rel;
-            co_return std::optional<bson::Doc>{};
-        }
-    }
+    if (!version) co_return std::optional<bson::Doc>{};
     auto r = co_await runInArchive(t, archiveCmd);
-    if (!r.isOK()) {
-        if (!unanswered(r.getStatus()))
-            (void)co_await releaseGuard(t, ns, id, taken->version.get(), nullptr);
-        co_return r.getStatus();  // unanswered: the guard stays for finishColdGuard
-    }
-    Status rel = co_await releaseGuard(t, ns, id, taken->version.get(), retryKey);
-    if (!rel.isOK())
-        log::warning(
-            "tiering", 8210070, "Cold write done; its guard stays until another writer finishes it",
-            fmt::format(R"({{"ns":{},"error":{}}})", log::quote(ns), log::quote(rel.reason())));
+    if (!r.isOK() && unanswered(r.getStatus()))
+        co_return r.getStatus();  // the outcome is unknown: the guard stays for finishColdGuard
+    // The reply need not wait for the guard's removal: until it is gone,
+    // promotions of X wait, and a writer that finds it left behind finishes
+    // it (a rerun the archive answers from its record).
+    std::optional<bson::Doc> key;
+    if (retryKey && r.isOK()) key = bson::Doc::copyOf(retryKey);
+    asio::co_spawn(co_await asio::this_coro::executor,
+                   releaseLater(t, ns, id.copy(), std::move(*version), std::move(key)),
+                   asio::detached);
+    if (!r.isOK()) co_return r.getStatus();
     co_return std::optional<bson::Doc>(std::move(r.getValue()));
 }
 
@@ -321,10 +276,6 @@ asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const b
         co_return Status(ErrorCode::InternalError,
                          "halocline: a cold-write guard without its command");
     id = makeId(*bson_iter_value(&sub));
-    if (t.awaitApplied) {
-        Status w = co_await t.awaitApplied(0);
-        if (!w.isOK()) co_return w;
-    }
     auto r = co_await runInArchive(t, &cmd);
     if (!r.isOK()) co_return r.getStatus();
     bson::Doc version;

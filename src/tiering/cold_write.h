@@ -34,12 +34,12 @@ std::optional<Id> coldTarget(std::string_view kind, const bson_t* stmt, const Co
 inline constexpr const char* kColdGuardField = "cold";
 
 /// Runs `archiveCmd` (a write naming X, with `lsid`, `txnNumber` and a write
-/// concern) in the archive if X lives only there: takes X's guard, waits until
-/// the feeder has applied everything before it, runs the command, releases the
-/// guard (recording `retryKey`, when given, as run in the archive). nullopt: X
-/// is in the fast tier, tombstoned or guarded by another write, and nothing
-/// was done. An error after the command was sent leaves the guard for
-/// finishColdGuard (the command's outcome is unknown).
+/// concern) in the archive if X lives only there: takes X's guard, runs the
+/// command, and releases the guard in the background (recording `retryKey`,
+/// when given, as run in the archive). nullopt: X is in the fast tier,
+/// tombstoned or guarded by another write, and nothing was done. When the
+/// archive never answered, the guard stays for finishColdGuard (the command's
+/// outcome is unknown).
 asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const std::string& ns,
                                                               const Id& id,
                                                               const bson_t* archiveCmd,
@@ -51,7 +51,8 @@ asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const b
 
 /// How long ago a guard was taken (its `at`).
 int64_t coldGuardAgeMillis(const bson_t* guard);
-/// A guard older than this may be finished by anyone; a younger one is waited for.
+/// A guard older than this (or waited for this long) is finished by the
+/// promotion that meets it; a younger one is waited for.
 inline constexpr int64_t kColdGuardPatienceMillis = 5'000;
 
 }  // namespace halo::tiering

@@ -392,6 +392,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
                                                   std::vector<Id> ids) {
     auto [db, coll] = splitNs(ns);
     Status last = Status::OK();
+    std::optional<std::chrono::steady_clock::time_point> guardSeen;
     for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
         auto present = co_await presentIn(t, ns, ids);
         if (!present.isOK()) co_return present.getStatus();
@@ -402,16 +403,24 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         auto keys = co_await keyStates(t, ns, absent);
         if (!keys.isOK()) co_return keys.getStatus();
         if (!keys.getValue().guards.empty()) {
-            // A cold write runs in the archive (cold_write.h): wait for it,
-            // or finish it if its writer has gone quiet.
+            // A cold write runs in the archive (cold_write.h). Waiting for it
+            // is no failed attempt: its writer finishes it, or, once it was
+            // taken (or we first saw it) kColdGuardPatienceMillis ago, we do.
+            const auto now = std::chrono::steady_clock::now();
+            if (!guardSeen) guardSeen = now;
+            const auto waited = now - *guardSeen;
+            const auto patience = std::chrono::milliseconds(kColdGuardPatienceMillis);
+            if (waited >= 3 * patience)
+                co_return coldWriteRunning();  // new guards, again and again
             for (auto& g : keys.getValue().guards) {
-                if (coldGuardAgeMillis(g.get()) < kColdGuardPatienceMillis) continue;
+                if (waited < patience && coldGuardAgeMillis(g.get()) < kColdGuardPatienceMillis)
+                    continue;
                 Status fin = co_await finishColdGuard(t, ns, g.get());
-                if (!fin.isOK() && !isTransient(fin)) co_return fin;
+                if (!fin.isOK()) co_return fin;
             }
-            last = coldWriteRunning();
             ids = std::move(absent);
-            co_await backoff(attempt);
+            --attempt;
+            co_await backoff(3);
             continue;
         }
         std::vector<Id> rest;

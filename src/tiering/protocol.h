@@ -4,7 +4,6 @@
 // from the archive without ever resurrecting or regressing one), and deletes
 // that leave tombstones. Everything here is standard MongoDB commands.
 #include <asio.hpp>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,9 +65,6 @@ struct Tiers {
     /// Sessions of the proxy's own in the archive, for cold writes of clients
     /// that sent none (cold_write.h); null where no cold write runs.
     SessionPool* archiveSessions = nullptr;
-    /// Waits until the feeder has applied every fast-tier write up to the
-    /// given cluster time (0: the fast tier's time now); set by the proxy.
-    std::function<asio::awaitable<Status>(uint64_t)> awaitApplied;
 };
 
 /// Appends {w: "majority", j: true}.

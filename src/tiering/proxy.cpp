@@ -1366,9 +1366,6 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     const bson_t* stmt, const bson_t* filter, std::vector<Pinned>* pins) {
     using Out = std::optional<bson::Doc>;
     SharedState& s = p_.state();
-    // A feeder runs (somewhere): a cold write waits for it (cold_write.h).
-    bool feederRuns =
-        s.role.load() != static_cast<int>(WorkerRole::Disabled) || s.feederApplied.load() > 0;
     std::optional<Id> id;
     if (p_.config().coldWrites) id = coldTarget(kind, stmt, p);
     bson::Doc retryKey = retryKeyOf(cmd, 0);
@@ -1378,7 +1375,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     bson_iter_t it;
     if (retryable && bson_iter_init_find(&it, cmd, "txnNumber"))
         clientTxn = bson_iter_as_int64(&it);
-    if (id && feederRuns) {
+    if (id) {
         std::vector<Id> ids;
         ids.push_back(id->copy());
         auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids, true);
@@ -1981,13 +1978,6 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       router_(cfg_, state_),
       cursors_(cfg_.maxCursors) {
     tiers_.archiveSessions = &archiveSessions_;
-    // A cold write waits for the feeder at most this long, then promotes
-    // instead (CONSISTENCY.md, Cold writes).
-    tiers_.awaitApplied = [this](OpTime target) -> asio::awaitable<Status> {
-        auto timeout =
-            std::min<std::chrono::milliseconds>(cfg_.causalWaitTimeout, std::chrono::seconds(1));
-        co_return co_await awaitApplied(target, "a cold write", timeout);
-    };
 }
 
 Proxy::~Proxy() {

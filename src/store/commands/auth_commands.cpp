@@ -82,23 +82,10 @@ Status authenticationFailed(const ClientState& client, std::string_view mechanis
 }
 
 std::string payloadOf(const bson_t* cmd, const char* field) {
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, cmd, field)) return {};
-    if (BSON_ITER_HOLDS_BINARY(&it)) {
-        bson_subtype_t st;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_binary(&it, &st, &len, &data);
-        return std::string(reinterpret_cast<const char*>(data), len);
-    }
-    if (BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
-    uasserted(ErrorCode::TypeMismatch, "SASL payload must be BinData or a string");
-}
-
-void appendPayload(bson_t* reply, std::string_view payload) {
-    bson_append_binary(reply, "payload", 7, BSON_SUBTYPE_BINARY,
-                       reinterpret_cast<const uint8_t*>(payload.data()),
-                       static_cast<uint32_t>(payload.size()));
+    std::string out;
+    if (!bson::bytesField(cmd, field, &out))
+        uasserted(ErrorCode::TypeMismatch, "SASL payload must be BinData or a string");
+    return out;
 }
 
 /// saslStart (also inside hello's speculativeAuthenticate): returns server-first.
@@ -175,7 +162,7 @@ void runSaslStart(OperationContext& op, bson_t* reply) {
     if (!first.isOK()) throw DBException(first.getStatus());
     BSON_APPEND_INT32(reply, "conversationId", op.client.sasl->id);
     BSON_APPEND_BOOL(reply, "done", false);
-    appendPayload(reply, first.getValue());
+    bson::appendBinary(reply, "payload", first.getValue());
 }
 
 void runSaslContinue(OperationContext& op, bson_t* reply) {
@@ -197,7 +184,7 @@ void runSaslContinue(OperationContext& op, bson_t* reply) {
         completeAuthentication(op.store, client);
         BSON_APPEND_INT32(reply, "conversationId", convId);
         BSON_APPEND_BOOL(reply, "done", true);
-        appendPayload(reply, "");
+        bson::appendBinary(reply, "payload", "");
         return;
     }
     auto final = client.sasl->scram->finish(payloadOf(op.cmd, "payload"));
@@ -216,7 +203,7 @@ void runSaslContinue(OperationContext& op, bson_t* reply) {
         client.sasl->awaitingEmptyStep = true;
         BSON_APPEND_BOOL(reply, "done", false);
     }
-    appendPayload(reply, final.getValue());
+    bson::appendBinary(reply, "payload", final.getValue());
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{{"saslStart"}, runSaslStart});
@@ -783,7 +770,7 @@ void appendHelloAuth(OperationContext& op, bson_t* reply) {
         BSON_APPEND_DOCUMENT_BEGIN(reply, "speculativeAuthenticate", &sa);
         BSON_APPEND_INT32(&sa, "conversationId", op.client.sasl->id);
         BSON_APPEND_BOOL(&sa, "done", false);
-        appendPayload(&sa, first.getValue());
+        bson::appendBinary(&sa, "payload", first.getValue());
         bson_append_document_end(reply, &sa);
     } catch (const DBException&) {
         op.client.sasl.reset();

@@ -794,6 +794,22 @@ class Tiered {
     return c.db(this.metadataDatabase).collection('tombstones').find({ '_id.ns': ns }).toArray();
   }
 
+  /**
+   * Waits until no cold write's guard on `ns` is left (CONSISTENCY.md, Cold writes: a
+   * guard is removed just after its write's reply), so tombstones() shows tombstones only.
+   */
+  async waitGuardsGone(ns = this.namespaces[0], { timeoutMs = DEFAULT_WAIT_MS } = {}) {
+    let left;
+    return waitUntil(
+      `the cold writes' guards on ${ns} to be removed`,
+      async () => {
+        left = (await this.tombstones(ns)).filter((d) => d.cold !== undefined);
+        return left.length === 0;
+      },
+      { timeoutMs, abortIf: () => this.crashError(), detail: () => show(left) },
+    );
+  }
+
   /** Closes clients, stops the proxy and the stores, removes the temp dir; throws on crashes. */
   async cleanup() {
     const errors = [];

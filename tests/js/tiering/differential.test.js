@@ -148,6 +148,7 @@ async function compareFinal(ns) {
     .filter((d) => describe(d) !== describe(wantById.get(describe(d._id)) ?? null))
     .map((d) => ({ fast: d, reference: wantById.get(describe(d._id)) ?? 'absent' }));
   assert.deepEqual(stale, [], `${ns}: the fast tier holds documents that are not the latest version (${replay()}):\n${describe(stale.slice(0, 10))}`);
+  await t.waitGuardsGone(ns);
   const tomb = await t.tombstones(ns);
   assert.deepEqual(tomb, [], `${ns}: tombstones left after the feeder caught up: ${describe(tomb.slice(0, 10))}`);
   return { status, docs: want.length, fast: fast.length };
