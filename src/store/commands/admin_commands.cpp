@@ -80,6 +80,8 @@ void runHello(OperationContext& op, bson_t* reply, bool legacy) {
     }
     if (!op.client.sawHandshake) {
         op.client.sawHandshake = true;
+        // Another server's connection (mongod tags it an internal client).
+        op.client.internalClient = bson::find(op.cmd, "internalClient", &it);
         bson_t meta;
         if (bson::subDocument(op.cmd, "client", &meta)) {
             op.client.clientMetadata = bson::Doc::copyOf(&meta);

@@ -46,6 +46,9 @@ struct OperationContext {
     /// With --auth: what the command needed (a cursor it opens keeps it, so
     /// a getMore is refused once the user no longer holds it). Null otherwise.
     const authz::CommandAccess* access = nullptr;
+    /// Set by a command that turns out to serve a change stream (a getMore on
+    /// its cursor): its errors get the change stream labels.
+    bool changeStream = false;
 };
 
 struct CommandSpec {

@@ -304,6 +304,7 @@ void runGetMore(OperationContext& op, bson_t* reply) {
     bson_t cdoc;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);
     bool emptyBatch = false;
+    op.changeStream = cursor->stream && cursor->stream->isChangeStream();
     try {
         checkForInterrupt();  // killed while waiting for data (killOp)
         CollectionLock lk(op.store.catalog());

@@ -14,6 +14,7 @@
 #include "store/exec/cursor_manager.h"
 #include "store/exec/interrupt.h"
 #include "store/repl/oplog.h"
+#include "store/server/error_labels.h"
 #include "store/server/service.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
@@ -465,14 +466,17 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     } catch (const DBException& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
-        appendErrorLabels(reply, e.status(), args.has("autocommit"));
     } catch (const std::exception& e) {
         bson_reinit(reply);
         appendError(reply, Status(ErrorCode::InternalError, e.what()));
     }
     bson_destroy(&body);
-    if (active) operations_.detachCommand(*active, deferral && deferral->requested);
-    if (!client.internal && !(deferral && deferral->requested)) {
+    const bool deferred = deferral && deferral->requested;
+    if (!deferred) {
+        appendErrorLabels(client, name, args, reply, std::nullopt, op.changeStream);
+    }
+    if (active) operations_.detachCommand(*active, deferred);
+    if (!client.internal && !deferred) {
         int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now() - started)
                              .count();
@@ -948,21 +952,78 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
     if (cur.abortTransactionAfterCommand) sessions_->abort(*st);
 }
 
-void Store::appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction) {
-    if (s.code() == ErrorCode::ChangeStreamFatalError ||
-        s.code() == ErrorCode::ChangeStreamHistoryLost) {
-        bson_t labels;
-        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", "NonResumableChangeStreamError");
-        bson_append_array_end(reply, &labels);
-        return;
+namespace {
+
+/// The reply's code when it failed, and its writeConcernError's code.
+std::pair<std::optional<int>, std::optional<int>> replyCodes(const bson_t* reply) {
+    std::optional<int> code, wcCode;
+    bson_iter_t it;
+    if (bson::find(reply, "ok", &it) && !bson::isTruthy(*bson_iter_value(&it)))
+        code = bson::find(reply, "code", &it) ? static_cast<int>(bson_iter_as_int64(&it))
+                                              : static_cast<int>(ErrorCode::UnknownError);
+    bson_t wce;
+    if (bson::subDocument(reply, "writeConcernError", &wce))
+        wcCode = bson::find(&wce, "code", &it) ? static_cast<int>(bson_iter_as_int64(&it))
+                                               : static_cast<int>(ErrorCode::UnknownError);
+    return {code, wcCode};
+}
+
+/// Whether an aggregate's pipeline opens a change stream.
+bool opensChangeStream(const bson::Fields& args) {
+    bson_iter_t it, stages, stage;
+    if (!args.find("pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &stages) || !bson_iter_next(&stages) ||
+        !BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) ||
+        !bson_iter_next(&stage))
+        return false;
+    return std::string_view(bson_iter_key(&stage)) == "$changeStream";
+}
+
+}  // namespace
+
+void Store::appendErrorLabels(const ClientState& client, std::string_view name,
+                              const bson::Fields& args, bson_t* reply,
+                              const std::optional<bson::Doc>& labelsOverride, bool changeStream) {
+    auto [code, wcCode] = replyCodes(reply);
+    if (!code && !wcCode) return;
+    if (!bson_has_field(reply, "errorLabels")) {
+        if (labelsOverride) {
+            // A fail point named the labels: they replace the store's own.
+            if (!bson_empty(labelsOverride->get()))
+                bson_append_array(reply, "errorLabels", 11, labelsOverride->get());
+        } else {
+            LabelContext ctx;
+            ctx.command = name;
+            ctx.hasTxnNumber = args.has("txnNumber");
+            ctx.hasAutocommit = args.has("autocommit");
+            ctx.internalClient = client.internal || client.internalClient;
+            // A getMore knows once it holds its cursor (one that failed before,
+            // by a fail point too, does not: mongod does not label it either).
+            ctx.changeStream =
+                changeStream || (code && name == "aggregate" && opensChangeStream(args));
+            auto labels = errorLabelsFor(ctx, code, wcCode);
+            if (!labels.empty()) {
+                bson_t arr;
+                BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
+                for (size_t i = 0; i < labels.size(); ++i) {
+                    std::string k = std::to_string(i);
+                    bson_append_utf8(&arr, k.c_str(), -1, labels[i].data(),
+                                     static_cast<int>(labels[i].size()));
+                }
+                bson_append_array_end(reply, &arr);
+            }
+        }
     }
-    if (s.code() == ErrorCode::WriteConflict ||
-        (inTransaction && s.code() == ErrorCode::NoSuchTransaction)) {
-        bson_t labels;
-        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
-        bson_append_array_end(reply, &labels);
+    // A not-primary error carries the topologyVersion it was seen at (mongod
+    // does so on a replica set): drivers ignore an error no newer than their view.
+    if (isReplicaSet() &&
+        ((code && isNotPrimaryError(*code)) || (wcCode && isNotPrimaryError(*wcCode))) &&
+        !bson_has_field(reply, "topologyVersion")) {
+        bson_t tv;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
+        BSON_APPEND_OID(&tv, "processId", &processId_);
+        BSON_APPEND_INT64(&tv, "counter", 0);
+        bson_append_document_end(reply, &tv);
     }
 }
 

@@ -32,6 +32,7 @@ class Catalog;
 class CursorManager;
 class Oplog;
 class SessionCatalog;
+struct CommandSpec;
 struct Deferral;
 struct OperationContext;
 
@@ -67,6 +68,9 @@ struct ClientState {
     std::optional<AuthenticatedUser> user;  // set by a finished SASL conversation
     std::optional<SaslConversation> sasl;
     bool internal = false;  // the store's own work: never subject to authorization
+    /// Its handshake said internalClient (another server, as mongod tags it):
+    /// fail points spare it unless told otherwise; no RetryableWriteError labels.
+    bool internalClient = false;
     /// The request this connection is running (set by the connection while it
     /// handles one; what currentOp shows and killOp interrupts).
     std::shared_ptr<ActiveOperation> activeOp;
@@ -144,7 +148,12 @@ class Store {
     /// outside a transaction reads at (nullopt for any other read concern).
     std::optional<Timestamp> waitForReadConcern(const OperationContext& op);
     void appendClusterTime(bson_t* reply);
-    void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
+    /// Labels a failed reply (or one with a writeConcernError) as mongod does,
+    /// or with the labels a fail point named; adds topologyVersion to a
+    /// not-primary error on a replica set.
+    void appendErrorLabels(const ClientState& client, std::string_view name,
+                           const bson::Fields& args, bson_t* reply,
+                           const std::optional<bson::Doc>& labelsOverride, bool changeStream);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
     void runInSession(OperationContext& op, const CommandSpec& spec, bson_t* body);
     /// Counts a finished command in the usage statistics of the collection it names.
