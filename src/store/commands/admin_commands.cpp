@@ -221,6 +221,10 @@ void appendParameters(OperationContext& op, bson_t* r, bool all) {
         BSON_APPEND_INT32(r, "maxBSONDepth", 200);
         any = true;
     }
+    if (want("enableTestCommands")) {
+        BSON_APPEND_BOOL(r, "enableTestCommands", op.store.options().enableTestCommands);
+        any = true;
+    }
     if (want("transactionLifetimeLimitSeconds")) {
         BSON_APPEND_INT32(r, "transactionLifetimeLimitSeconds", 60);
         any = true;

@@ -55,6 +55,9 @@ struct CommandSpec {
     std::vector<std::string> names;  // first is canonical; the rest are aliases
     std::function<void(OperationContext&, bson_t* reply)> run;
     bool adminOnly = false;
+    /// A test command: unknown (CommandNotFound) unless the store runs with
+    /// --setParameter enableTestCommands=1, as in mongod.
+    bool testOnly = false;
 };
 
 /// The process-wide command table. Registration happens during static

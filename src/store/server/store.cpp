@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
 #include "net/tls.h"
 #include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
+#include "store/commands/fail_command.h"
 #include "store/commands/profiler.h"
 #include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
@@ -366,7 +368,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     counters_.command++;
     Oplog::resetLastCommittedOnThisThread();
     const CommandSpec* spec = CommandRegistry::instance().find(name);
-    if (!spec) {
+    if (!spec || (spec->testOnly && !opts_.enableTestCommands)) {
         appendError(reply,
                     Status(ErrorCode::CommandNotFound, fmt::format("no such command: '{}'", name)));
         return;
@@ -384,6 +386,14 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
                     Status(ErrorCode::Unauthorized,
                            fmt::format("{} may only be run against the admin database.", name)));
         return;
+    }
+    // The failCommand fail point acts before anything else about the command
+    // (mongod evaluates it before authorization and before the session).
+    std::optional<bson::Doc> labelsOverride;
+    if (client.blockedByFailPoint || failPoints_.failCommand.maybeOn()) {
+        if (applyFailCommand(client, db, *spec, args, reply, deferral, finalAttempt,
+                             &labelsOverride))
+            return;
     }
     authz::CommandAccess access;
     const bool checked = opts_.auth && !client.internal;
@@ -473,7 +483,18 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     bson_destroy(&body);
     const bool deferred = deferral && deferral->requested;
     if (!deferred) {
-        appendErrorLabels(client, name, args, reply, std::nullopt, op.changeStream);
+        // A write concern error the failCommand fail point makes up (mongod does
+        // this while it waits for the write concern, after the command ran,
+        // also for a statement inside a transaction).
+        if (failPoints_.failCommand.maybeOn() && takesWriteConcern(name) &&
+            !bson_has_field(reply, "writeConcernError")) {
+            FailPointTarget target{spec, name, ns, &client, cmd};
+            if (auto wce = evaluateFailCommandWriteConcern(failPoints_.failCommand, target)) {
+                bson_concat(reply, wce->field.get());
+                if (wce->errorLabels) labelsOverride = std::move(wce->errorLabels);
+            }
+        }
+        appendErrorLabels(client, name, args, reply, labelsOverride, op.changeStream);
     }
     if (active) operations_.detachCommand(*active, deferred);
     if (!client.internal && !deferred) {
@@ -890,6 +911,12 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
         // A retryable write (or a read carrying a txnNumber).
         cur.freshTxnNumber = sessions_->checkTxnNumber(*st, txnNumber);
         cur.retryable = st.get();
+        struct CloseAfter {  // before `scope` resets the current operation
+            ClientState& client;
+            ~CloseAfter() {
+                if (currentOperation().closeConnection) client.closeConnection = true;
+            }
+        } closeAfter{op.client};
         spec.run(op, body);
         return;
     }
@@ -1025,6 +1052,74 @@ void Store::appendErrorLabels(const ClientState& client, std::string_view name,
         BSON_APPEND_INT64(&tv, "counter", 0);
         bson_append_document_end(reply, &tv);
     }
+}
+
+bool Store::applyFailCommand(ClientState& client, std::string_view db, const CommandSpec& spec,
+                             const bson::Fields& args, bson_t* reply, Deferral* deferral,
+                             bool finalAttempt, std::optional<bson::Doc>* labelsOverride) {
+    const std::string_view name = args.key(0);
+    const auto now = std::chrono::steady_clock::now();
+    FailCommandEffect effect;
+    if (client.blockedByFailPoint) {
+        // A command the fail point held resumes, unless its wait is not over.
+        const bool killed = client.activeOp && client.activeOp->killed();
+        if (!killed && now < client.blockedByFailPoint->until && deferral && !finalAttempt) {
+            deferral->requested = true;
+            deferral->deadline = client.blockedByFailPoint->until;
+            return true;
+        }
+        effect = failCommandEffectOf(std::move(client.blockedByFailPoint->data));
+        client.blockedByFailPoint.reset();
+        log::info("command", 20433, "Unblocking command via 'failCommand' failpoint",
+                  fmt::format(R"({{"command":{}}})", log::quote(name)));
+        if (killed) {
+            effect.closeConnection = false;
+            effect.error = Status(ErrorCode::Interrupted, "operation was interrupted");
+        }
+    } else {
+        FailPointTarget target{&spec, name, describeCommand(db, args.doc()).second, &client,
+                               args.doc()};
+        effect = evaluateFailCommand(failPoints_.failCommand, target);
+        if (!effect.fired()) return false;
+        if (effect.block && effect.block->count() > 0) {
+            log::info("command", 20432, "Blocking command via 'failCommand' failpoint",
+                      fmt::format(R"({{"command":{},"blockTime":"{} ms"}})", log::quote(name),
+                                  effect.block->count()));
+            if (deferral && !finalAttempt) {
+                // The connection waits on a timer; its thread serves other connections.
+                client.blockedByFailPoint =
+                    ClientState::BlockedCommand{effect.data, now + *effect.block};
+                deferral->requested = true;
+                deferral->deadline = client.blockedByFailPoint->until;
+                if (ActiveOperation* active = client.activeOp.get()) {
+                    // currentOp shows the waiting command (and killOp ends the wait).
+                    std::optional<std::pair<std::string, std::string>> user;
+                    if (client.user) user.emplace(client.user->user, client.user->db);
+                    auto [kind, ns] = describeCommand(db, args.doc());
+                    operations_.describe(*active, kind, ns, args.doc(), std::move(user));
+                    operations_.detachCommand(*active, true);
+                }
+                return true;
+            }
+            // No way to wait without the thread (a legacy OP_QUERY command).
+            std::this_thread::sleep_for(*effect.block);
+        }
+    }
+    *labelsOverride = std::move(effect.errorLabels);
+    if (effect.closeConnection) {
+        log::info("command", 20431,
+                  "Failing command via 'failCommand' failpoint: closing connection",
+                  fmt::format(R"({{"command":{}}})", log::quote(name)));
+        client.closeConnection = true;  // the reply below is never sent
+        appendError(
+            reply, Status(ErrorCode::Location50985, "Failing command via 'failCommand' failpoint"));
+        return true;
+    }
+    if (!effect.error) return false;  // the command runs (after a wait, with set labels)
+    appendError(reply, *effect.error);
+    appendErrorLabels(client, name, args, reply, *labelsOverride, false);
+    if (isReplicaSet()) appendClusterTime(reply);
+    return true;
 }
 
 }  // namespace halo::store
