@@ -247,7 +247,9 @@ int main(int argc, char** argv) {
 
     std::vector<std::string> parameters;
     store->add_option("--setParameter", parameters,
-                      "Server parameter NAME=VALUE (ttlMonitorSleepSecs: TTL monitor period)");
+                      "Server parameter NAME=VALUE (ttlMonitorSleepSecs: TTL monitor period; "
+                      "minSnapshotHistoryWindowInSeconds; enableTestCommands=1: test commands "
+                      "such as configureFailPoint)");
     store->add_flag("--auth", so.auth,
                     "Require authentication (SCRAM-SHA-256/SCRAM-SHA-1) and enforce roles; "
                     "with no user yet, a localhost connection may create the first one");
