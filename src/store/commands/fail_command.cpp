@@ -150,21 +150,17 @@ FailCommandEffect evaluateFailCommand(FailPoint& failCommand, const FailPointTar
 
 std::optional<FailCommandWriteConcernError> evaluateFailCommandWriteConcern(
     FailPoint& failCommand, const FailPointTarget& target) {
-    bson_iter_t it;
     auto data = failCommand.fire([&](const bson_t* d) {
-        return bson::find(d, "writeConcernError", &it) && failPointAppliesTo(d, target);
+        return bson_has_field(d, "writeConcernError") && failPointAppliesTo(d, target);
     });
     if (!data) return std::nullopt;
     FailCommandWriteConcernError out;
+    bson_iter_t it;
     bson::find(data->get(), "writeConcernError", &it);
     bson::appendIter(out.field.mut(), "writeConcernError", it);
     out.errorLabels = labelsOf(data->get());
     return out;
 }
-
-}  // namespace halo::store
-
-namespace halo::store {
 
 namespace {
 
