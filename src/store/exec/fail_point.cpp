@@ -94,8 +94,8 @@ StatusWith<FailPoint::Settings> FailPoint::parse(const bson_t* cmd) {
 
 int64_t FailPoint::configure(Settings settings) {
     std::lock_guard lk(mu_);
-    // {times: 0} never fires: the same as off.
-    bool on = settings.mode != Mode::Off && !(settings.mode == Mode::Times && settings.count == 0);
+    // As in mongod, {times: 0} still fires once: the count is checked after an activation.
+    bool on = settings.mode != Mode::Off;
     settings_ = std::move(settings);
     on_.store(on);
     return timesEntered_.load();
