@@ -368,7 +368,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
                 if (isUpdate) {
                     bson_t diff;
                     if (!bson::subDocument(&o, "diff", &diff)) bson_init(&diff);
-                    appendUpdateDescription(ev, &diff);
+                    appendUpdateDescription(ev, &diff, spec_.showExpandedEvents);
                 }
                 preImage(ev);
                 sessionInfo(ev);

@@ -140,6 +140,25 @@ test('with showExpandedEvents a rename describes its target and the collection i
   await db.dropDatabase();
 });
 
+test('with showExpandedEvents an update names the real fields of a path with a numeric field name', async () => {
+  const coll = client.db('cs').collection(collName());
+  await coll.insertOne({ _id: 1, a: { 1: 1 }, b: 1 });
+  const expanded = coll.watch([], { showExpandedEvents: true });
+  const plain = coll.watch();
+  await expanded.tryNext();
+  await plain.tryNext();
+  await coll.updateOne({ _id: 1 }, { $set: { 'a.1': 2 } });
+  await coll.updateOne({ _id: 1 }, { $set: { b: 2 } });
+  const [amb, clear] = await nextEvents(expanded, 2);
+  assert.deepEqual(amb.updateDescription.updatedFields, { 'a.1': 2 });
+  assert.deepEqual(amb.updateDescription.disambiguatedPaths, { 'a.1': ['a', '1'] });
+  assert.deepEqual(clear.updateDescription.disambiguatedPaths, {});
+  const [p] = await nextEvents(plain, 1);
+  assert.equal(p.updateDescription.disambiguatedPaths, undefined, 'only with showExpandedEvents');
+  await expanded.close();
+  await plain.close();
+});
+
 test('resumeAfter, startAfter and startAtOperationTime replay exactly the later events', async () => {
   const coll = client.db('cs').collection(collName());
   const stream = coll.watch();
