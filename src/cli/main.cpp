@@ -51,8 +51,21 @@ std::string setParameter(halo::store::StoreOptions& o, const std::string& name,
                "seconds >= 0, got '" +
                value + "'";
     }
+    if (name == "enableTestCommands") {
+        // A boolean server parameter, spelled as mongod accepts it.
+        if (value == "1" || value == "true") {
+            o.enableTestCommands = true;
+            return "";
+        }
+        if (value == "0" || value == "false") {
+            o.enableTestCommands = false;
+            return "";
+        }
+        return "setParameter enableTestCommands: expected true, false, 1 or 0, got '" + value + "'";
+    }
     return "Unknown --setParameter '" + name +
-           "' (this store knows ttlMonitorSleepSecs, minSnapshotHistoryWindowInSeconds)";
+           "' (this store knows ttlMonitorSleepSecs, minSnapshotHistoryWindowInSeconds, "
+           "enableTestCommands)";
 }
 
 /// Applies a mongod-style YAML config (storage.dbPath, net.port, net.bindIp,
@@ -234,7 +247,9 @@ int main(int argc, char** argv) {
 
     std::vector<std::string> parameters;
     store->add_option("--setParameter", parameters,
-                      "Server parameter NAME=VALUE (ttlMonitorSleepSecs: TTL monitor period)");
+                      "Server parameter NAME=VALUE (ttlMonitorSleepSecs: TTL monitor period; "
+                      "minSnapshotHistoryWindowInSeconds; enableTestCommands=1: test commands "
+                      "such as configureFailPoint)");
     store->add_flag("--auth", so.auth,
                     "Require authentication (SCRAM-SHA-256/SCRAM-SHA-1) and enforce roles; "
                     "with no user yet, a localhost connection may create the first one");

@@ -1,5 +1,6 @@
 #include "common/error_codes.h"
 
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -22,6 +23,54 @@ std::string_view codeName(ErrorCode code) {
     auto [it, inserted] = names.try_emplace(static_cast<int>(code));
     if (inserted) it->second = "Location" + std::to_string(static_cast<int>(code));
     return it->second;
+}
+
+namespace {
+
+bool oneOf(int code, std::initializer_list<ErrorCode> codes) {
+    for (ErrorCode c : codes)
+        if (static_cast<int>(c) == code) return true;
+    return false;
+}
+
+}  // namespace
+
+bool isRetriableError(int code) {
+    using E = ErrorCode;
+    return oneOf(
+        code, {E::HostUnreachable, E::HostNotFound, E::NetworkTimeout, E::ShutdownInProgress,
+               E::ReadConcernMajorityNotAvailableYet, E::PrimarySteppedDown, E::ExceededTimeLimit,
+               E::ConnectionPoolExpired, E::InternalTransactionNotSupported, E::SocketException,
+               E::NotWritablePrimary, E::InterruptedAtShutdown, E::InterruptedDueToReplStateChange,
+               E::NotPrimaryNoSecondaryOk, E::NotPrimaryOrSecondary,
+               E::BackupCursorOpenConflictWithCheckpoint});
+}
+
+bool isNetworkError(int code) {
+    using E = ErrorCode;
+    return oneOf(code, {E::HostUnreachable, E::HostNotFound, E::NetworkTimeout,
+                        E::ConnectionPoolExpired, E::SocketException});
+}
+
+bool isNotPrimaryError(int code) {
+    using E = ErrorCode;
+    return oneOf(code,
+                 {E::PrimarySteppedDown, E::NotWritablePrimary, E::InterruptedDueToReplStateChange,
+                  E::NotPrimaryNoSecondaryOk, E::NotPrimaryOrSecondary});
+}
+
+bool isShutdownError(int code) {
+    return oneOf(code, {ErrorCode::ShutdownInProgress, ErrorCode::InterruptedAtShutdown});
+}
+
+bool isSnapshotError(int code) {
+    using E = ErrorCode;
+    return oneOf(code, {E::SnapshotTooOld, E::SnapshotUnavailable, E::StaleChunkHistory,
+                        E::MigrationConflict});
+}
+
+bool isNeedRetargettingError(int code) {
+    return oneOf(code, {ErrorCode::StaleEpoch, ErrorCode::StaleConfig});
 }
 
 }  // namespace halo

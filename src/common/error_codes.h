@@ -341,7 +341,36 @@ namespace halo {
     X(Location51272, 51272)                          \
     X(Location5858203, 5858203)                      \
     X(Location40415, 40415)                          \
-    X(IncompatibleCollationVersion, 254)
+    X(IncompatibleCollationVersion, 254)             \
+    X(UnknownError, 8)                               \
+    X(LockTimeout, 24)                               \
+    X(ManualInterventionRequired, 51)                \
+    X(WriteConcernFailed, 64)                        \
+    X(CallbackCanceled, 90)                          \
+    X(FailedToSatisfyReadPreference, 133)            \
+    X(ReadConcernMajorityNotAvailableYet, 134)       \
+    X(StaleEpoch, 150)                               \
+    X(PrimarySteppedDown, 189)                       \
+    X(ElectionInProgress, 216)                       \
+    X(RetryChangeStream, 234)                        \
+    X(CursorKilled, 237)                             \
+    X(SnapshotUnavailable, 246)                      \
+    X(StaleDbVersion, 249)                           \
+    X(StaleChunkHistory, 250)                        \
+    X(FailPointSetFailed, 266)                       \
+    X(PreparedTransactionInProgress, 267)            \
+    X(MigrationConflict, 272)                        \
+    X(ClientDisconnect, 279)                         \
+    X(ConnectionPoolExpired, 317)                    \
+    X(ShardCannotRefreshDueToLocksHeld, 343)         \
+    X(InternalTransactionNotSupported, 358)          \
+    X(SocketException, 9001)                         \
+    X(InterruptedDueToReplStateChange, 11602)        \
+    X(StaleConfig, 13388)                            \
+    X(NotPrimaryNoSecondaryOk, 13435)                \
+    X(NotPrimaryOrSecondary, 13436)                  \
+    X(BackupCursorOpenConflictWithCheckpoint, 50915) \
+    X(Location50985, 50985)
 
 enum class ErrorCode : int {
 #define HALO_X(name, num) name = num,
@@ -351,5 +380,19 @@ enum class ErrorCode : int {
 
 /// The codeName mongod sends for `code` ("Location<N>" for unnamed codes).
 std::string_view codeName(ErrorCode code);
+
+// mongod's error categories (error_codes.yml), for the codes that have them.
+/// RetriableError: a retryable write or a transaction's commit may be retried.
+bool isRetriableError(int code);
+/// NetworkError.
+bool isNetworkError(int code);
+/// NotPrimaryError: the node was not primary at some point of the command.
+bool isNotPrimaryError(int code);
+/// ShutdownError.
+bool isShutdownError(int code);
+/// SnapshotError.
+bool isSnapshotError(int code);
+/// NeedRetargettingError.
+bool isNeedRetargettingError(int code);
 
 }  // namespace halo

@@ -408,8 +408,10 @@ void writeNeeds(Rule& r, std::string_view name, std::string_view db, const bson_
 CommandAccess commandAccess(std::string_view name, std::string_view db, const bson_t* cmd,
                             const Identity* self) {
     CommandAccess access;
-    if (inList(name, {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "ping",
-                      "buildInfo", "buildinfo", "connectionStatus", "logout", "_isSelf"})) {
+    if (inList(name,
+               {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "ping", "buildInfo",
+                "buildinfo", "connectionStatus", "logout", "_isSelf", "configureFailPoint"})) {
+        // configureFailPoint: only with enableTestCommands, then open to anyone, as mongod.
         access.requiresAuth = false;
         return access;
     }

@@ -80,6 +80,8 @@ void runHello(OperationContext& op, bson_t* reply, bool legacy) {
     }
     if (!op.client.sawHandshake) {
         op.client.sawHandshake = true;
+        // Another server's connection (mongod tags it an internal client).
+        op.client.internalClient = bson::find(op.cmd, "internalClient", &it);
         bson_t meta;
         if (bson::subDocument(op.cmd, "client", &meta)) {
             op.client.clientMetadata = bson::Doc::copyOf(&meta);
@@ -217,6 +219,10 @@ void appendParameters(OperationContext& op, bson_t* r, bool all) {
     }
     if (want("maxBSONDepth")) {
         BSON_APPEND_INT32(r, "maxBSONDepth", 200);
+        any = true;
+    }
+    if (want("enableTestCommands")) {
+        BSON_APPEND_BOOL(r, "enableTestCommands", op.store.options().enableTestCommands);
         any = true;
     }
     if (want("transactionLifetimeLimitSeconds")) {

@@ -68,6 +68,7 @@ class ChangeStreamCursor : public DocStream {
   public:
     ChangeStreamCursor(std::unique_ptr<DocStream> pipeline, ChangeStream* source)
         : pipeline_(std::move(pipeline)), source_(source) {}
+    bool isChangeStream() const override { return true; }
     std::optional<bson::Doc> next(Session& s) override {
         auto ev = pipeline_->next(s);
         // The resume token must survive the user's stages, or resuming is impossible.

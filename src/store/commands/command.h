@@ -46,12 +46,18 @@ struct OperationContext {
     /// With --auth: what the command needed (a cursor it opens keeps it, so
     /// a getMore is refused once the user no longer holds it). Null otherwise.
     const authz::CommandAccess* access = nullptr;
+    /// Set by a command that turns out to serve a change stream (a getMore on
+    /// its cursor): its errors get the change stream labels.
+    bool changeStream = false;
 };
 
 struct CommandSpec {
     std::vector<std::string> names;  // first is canonical; the rest are aliases
     std::function<void(OperationContext&, bson_t* reply)> run;
     bool adminOnly = false;
+    /// A test command: unknown (CommandNotFound) unless the store runs with
+    /// --setParameter enableTestCommands=1, as in mongod.
+    bool testOnly = false;
 };
 
 /// The process-wide command table. Registration happens during static

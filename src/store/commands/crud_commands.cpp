@@ -9,6 +9,7 @@
 #include "store/aggregate/stage.h"
 #include "store/aggregate/vector_source.h"
 #include "store/commands/document_validation.h"
+#include "store/commands/fail_command.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/exec/interrupt.h"
@@ -248,6 +249,21 @@ Status mayKillCursor(const OperationContext& op, const std::string& ns,
     return Status(ErrorCode::Unauthorized, fmt::format("not authorized to kill cursor on {}", ns));
 }
 
+/// The failGetMoreAfterCursorCheckout fail point: a getMore holding its cursor
+/// fails with data.errorCode (InternalError without one); the cursor is gone.
+void failGetMoreAfterCheckout(OperationContext& op, const std::string& ns) {
+    FailPoint& fp = op.store.failPoints().failGetMoreAfterCursorCheckout;
+    if (!fp.maybeOn()) return;
+    FailPointTarget target{nullptr, op.name, ns, &op.client, op.cmd};
+    auto data = fp.fire([&](const bson_t* d) { return failPointAppliesTo(d, target, "getMore"); });
+    if (!data) return;
+    bson_iter_t it;
+    int code = static_cast<int>(ErrorCode::InternalError);
+    if (bson::find(data->get(), "errorCode", &it) && bson::isNumber(bson_iter_type(&it)))
+        code = static_cast<int>(bson_iter_as_int64(&it));
+    uasserted(static_cast<ErrorCode>(code), "Hit the 'failGetMoreAfterCursorCheckout' failpoint");
+}
+
 void runGetMore(OperationContext& op, bson_t* reply) {
     op.store.counters().getmore++;
     bson_iter_t it = op.args.at(0);
@@ -304,8 +320,10 @@ void runGetMore(OperationContext& op, bson_t* reply) {
     bson_t cdoc;
     BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cdoc);
     bool emptyBatch = false;
+    op.changeStream = cursor->stream && cursor->stream->isChangeStream();
     try {
         checkForInterrupt();  // killed while waiting for data (killOp)
+        failGetMoreAfterCheckout(op, ns);
         CollectionLock lk(op.store.catalog());
         if (cursor->coll) {
             auto now = op.store.catalog().lookup(cursor->coll->ns);

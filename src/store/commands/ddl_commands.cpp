@@ -231,13 +231,18 @@ HALO_REGISTER_COMMAND(CommandSpec{
         if (op.store.catalog().lookup(to) && !dropTarget)
             uasserted(ErrorCode::NamespaceExists, "target namespace exists");
         auto source = op.store.catalog().lookup(from);
+        auto target = op.store.catalog().lookup(to);  // dropped by the rename
         uassertStatusOK(op.store.catalog().renameCollection(from, to, dropTarget));
         op.store.top().collectionDropped(from);
         op.store.top().collectionDropped(to);
         bson::Doc o;
         BSON_APPEND_UTF8(o.mut(), "renameCollection", from.c_str());
         BSON_APPEND_UTF8(o.mut(), "to", to.c_str());
-        BSON_APPEND_BOOL(o.mut(), "dropTarget", dropTarget);
+        // As mongod's oplog: the UUID of the collection the rename replaced, if any.
+        if (target)
+            bson_append_binary(o.mut(), "dropTarget", 10, BSON_SUBTYPE_UUID, target->uuid, 16);
+        else
+            BSON_APPEND_BOOL(o.mut(), "dropTarget", false);
         logCommand(op.store, splitNs(from).first, o.get(), source->uuid);
     },
     true});

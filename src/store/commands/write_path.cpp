@@ -96,10 +96,35 @@ std::optional<bson::Doc> priorOutcome(Store& store, int32_t stmtId) {
     }
 }
 
-void recordOutcome(Store&, Session& s, int32_t stmtId, const bson_t* outcome) {
+namespace {
+
+/// The onPrimaryTransactionalWrite fail point, once a retryable write's
+/// statement is applied and recorded but not yet committed: the connection
+/// closes (unless closeConnection: false), and with failBeforeCommitExceptionCode
+/// the statement fails, so its storage transaction rolls back.
+void onPrimaryTransactionalWrite(Store& store, CurrentOperation& cur) {
+    FailPoint& fp = store.failPoints().onPrimaryTransactionalWrite;
+    if (!fp.maybeOn()) return;
+    auto data = fp.fire([](const bson_t*) { return true; });
+    if (!data) return;
+    bson_iter_t it;
+    if (!bson::find(data->get(), "closeConnection", &it) || bson::isTruthy(*bson_iter_value(&it)))
+        cur.closeConnection = true;
+    if (bson::find(data->get(), "failBeforeCommitExceptionCode", &it) &&
+        bson::isNumber(bson_iter_type(&it)))
+        uasserted(static_cast<ErrorCode>(static_cast<int>(bson_iter_as_int64(&it))),
+                  fmt::format("Failing write for txnNumber {} due to failpoint. The write must not "
+                              "be reflected.",
+                              cur.txnNumber));
+}
+
+}  // namespace
+
+void recordOutcome(Store& store, Session& s, int32_t stmtId, const bson_t* outcome) {
     CurrentOperation& cur = currentOperation();
     if (!cur.retryable) return;
     cur.sessions->recordStatement(s, *cur.retryable, cur.txnNumber, stmtId, outcome);
+    onPrimaryTransactionalWrite(store, cur);
 }
 
 ReadScope::ReadScope(Store& store) {

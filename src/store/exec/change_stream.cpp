@@ -368,7 +368,7 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
                 if (isUpdate) {
                     bson_t diff;
                     if (!bson::subDocument(&o, "diff", &diff)) bson_init(&diff);
-                    appendUpdateDescription(ev, &diff);
+                    appendUpdateDescription(ev, &diff, spec_.showExpandedEvents);
                 }
                 preImage(ev);
                 sessionInfo(ev);
@@ -444,6 +444,16 @@ void ChangeStream::expand(Session& s, const bson_t* entry, Timestamp ts) {
             appendUuid(ev);
             appendNs(ev, "ns", from);
             appendNs(ev, "to", to);
+            if (spec_.showExpandedEvents) {
+                // mongod 6.0+: the target again, and the UUID of a collection it replaced.
+                bson_t desc;
+                BSON_APPEND_DOCUMENT_BEGIN(ev, "operationDescription", &desc);
+                appendNs(&desc, "to", to);
+                bson_iter_t dropped;
+                if (bson::find(&o, "dropTarget", &dropped) && BSON_ITER_HOLDS_BINARY(&dropped))
+                    bson::appendIter(&desc, "dropTarget", dropped);
+                bson_append_document_end(ev, &desc);
+            }
         });
         if (spec_.scope == ChangeStreamSpec::Scope::Collection) invalidate();
     } else if (cmd == "dropDatabase") {

@@ -24,6 +24,8 @@ class DocStream {
     virtual void explain(bson_t* winningPlan) const {}
     /// For change streams: the token to report as postBatchResumeToken.
     virtual std::optional<bson::Doc> postBatchResumeToken() const { return std::nullopt; }
+    /// A change stream (its errors are labelled as such).
+    virtual bool isChangeStream() const { return false; }
     /// A tailable stream keeps its cursor open when it runs dry.
     virtual bool isTailable() const { return false; }
     /// A tailable stream that must now close (e.g. after an invalidate event).

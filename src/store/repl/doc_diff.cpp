@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bson/compare.h"
@@ -13,7 +14,29 @@ struct Diff {
     bson::Doc updated;
     std::vector<std::string> removed;
     std::vector<std::pair<std::string, int32_t>> truncated;
+    // Paths a dotted string reads two ways (a numeric field name, which could be
+    // an array index, or a dot inside a field name), with their real components.
+    std::vector<std::pair<std::string, std::vector<std::string>>> ambiguous;
 };
+
+/// A field name that, in a dotted path, could be taken for something else.
+bool isAmbiguous(std::string_view field) {
+    if (field.find('.') != std::string_view::npos) return true;
+    if (field.empty()) return false;
+    for (char c : field)
+        if (c < '0' || c > '9') return false;
+    return true;
+}
+
+/// Notes `path` (made of `components`) when some component is ambiguous.
+void noteAmbiguous(Diff& d, const std::string& path, const std::vector<std::string>& components) {
+    for (const auto& c : components) {
+        if (isAmbiguous(c)) {
+            d.ambiguous.emplace_back(path, components);
+            return;
+        }
+    }
+}
 
 bool isPrefixOf(const bson_value_t& shorter, const bson_value_t& longer, uint32_t* shortLen) {
     bson_t a, b;
@@ -33,7 +56,8 @@ bool isPrefixOf(const bson_value_t& shorter, const bson_value_t& longer, uint32_
     return true;
 }
 
-void diffInto(const bson_t* before, const bson_t* after, const std::string& prefix, Diff& d) {
+void diffInto(const bson_t* before, const bson_t* after, const std::string& prefix,
+              std::vector<std::string>& components, Diff& d) {
     std::map<std::string, bson_iter_t> old;
     bson_iter_t it;
     bson_iter_init(&it, before);
@@ -42,9 +66,15 @@ void diffInto(const bson_t* before, const bson_t* after, const std::string& pref
     while (bson_iter_next(&it)) {
         std::string key = bson_iter_key(&it);
         std::string path = prefix.empty() ? key : prefix + "." + key;
+        components.push_back(key);
+        struct Pop {
+            std::vector<std::string>& c;
+            ~Pop() { c.pop_back(); }
+        } pop{components};
         auto o = old.find(key);
         if (o == old.end()) {
             bson::appendIter(d.updated.mut(), path, it);
+            noteAmbiguous(d, path, components);
             continue;
         }
         // Copy the value structs: bson_iter_value points into the iterator itself,
@@ -59,25 +89,34 @@ void diffInto(const bson_t* before, const bson_t* after, const std::string& pref
             bson_t a, b;
             bson_init_static(&a, ov->value.v_doc.data, ov->value.v_doc.data_len);
             bson_init_static(&b, nv->value.v_doc.data, nv->value.v_doc.data_len);
-            diffInto(&a, &b, path, d);
+            diffInto(&a, &b, path, components, d);
             continue;
         }
         uint32_t newSize = 0;
         if (nv->value_type == BSON_TYPE_ARRAY && ov->value_type == BSON_TYPE_ARRAY &&
             isPrefixOf(*nv, *ov, &newSize)) {
             d.truncated.emplace_back(path, static_cast<int32_t>(newSize));
+            noteAmbiguous(d, path, components);
             continue;
         }
         bson::appendIter(d.updated.mut(), path, it);
+        noteAmbiguous(d, path, components);
     }
-    for (const auto& [key, _] : old) d.removed.push_back(prefix.empty() ? key : prefix + "." + key);
+    for (const auto& [key, _] : old) {
+        std::string path = prefix.empty() ? key : prefix + "." + key;
+        d.removed.push_back(path);
+        components.push_back(key);
+        noteAmbiguous(d, path, components);
+        components.pop_back();
+    }
 }
 
 }  // namespace
 
 bson::Doc diffDocuments(const bson_t* before, const bson_t* after) {
     Diff d;
-    diffInto(before, after, "", d);
+    std::vector<std::string> components;
+    diffInto(before, after, "", components, d);
     bson::Doc out;
     if (!d.updated.empty()) BSON_APPEND_DOCUMENT(out.mut(), "u", d.updated.get());
     if (!d.removed.empty()) {
@@ -99,10 +138,19 @@ bson::Doc diffDocuments(const bson_t* before, const bson_t* after) {
         }
         bson_append_array_end(out.mut(), &arr);
     }
+    if (!d.ambiguous.empty()) {
+        // {path: [component, ...]}: every component is a field name (arrays are
+        // compared whole, never by index).
+        bson_t p;
+        BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "p", &p);
+        for (const auto& [path, components] : d.ambiguous)
+            bson::appendStringArray(&p, path, components);
+        bson_append_document_end(out.mut(), &p);
+    }
     return out;
 }
 
-void appendUpdateDescription(bson_t* out, const bson_t* diff) {
+void appendUpdateDescription(bson_t* out, const bson_t* diff, bool disambiguatedPaths) {
     bson_t u, d, t;
     bson_t desc;
     BSON_APPEND_DOCUMENT_BEGIN(out, "updateDescription", &desc);
@@ -130,6 +178,15 @@ void appendUpdateDescription(bson_t* out, const bson_t* diff) {
         bson_t empty;
         BSON_APPEND_ARRAY_BEGIN(&desc, "truncatedArrays", &empty);
         bson_append_array_end(&desc, &empty);
+    }
+    if (disambiguatedPaths) {
+        bson_t p;
+        if (bson::subDocument(diff, "p", &p)) {
+            BSON_APPEND_DOCUMENT(&desc, "disambiguatedPaths", &p);
+        } else {
+            bson_t empty = BSON_INITIALIZER;
+            BSON_APPEND_DOCUMENT(&desc, "disambiguatedPaths", &empty);
+        }
     }
     bson_append_document_end(out, &desc);
 }

@@ -7,11 +7,14 @@
 
 namespace halo::store {
 
-/// Returns {u: {path: value, ...}, d: {path: false, ...}, t: [{field, newSize}]}, the
-/// body stored as an update's oplog `diff` (empty sections omitted).
+/// Returns {u: {path: value, ...}, d: {path: false, ...}, t: [{field, newSize}],
+/// p: {path: [field, ...]}}, the body stored as an update's oplog `diff` (empty
+/// sections omitted). `p` spells out the paths a dotted string reads two ways (a
+/// numeric field name, a dot inside a field name).
 bson::Doc diffDocuments(const bson_t* before, const bson_t* after);
 
-/// Turns a stored diff into {updatedFields, removedFields, truncatedArrays}.
-void appendUpdateDescription(bson_t* out, const bson_t* diff);
+/// Turns a stored diff into {updatedFields, removedFields, truncatedArrays} and,
+/// with `disambiguatedPaths` (showExpandedEvents, as mongod 6.1+), disambiguatedPaths.
+void appendUpdateDescription(bson_t* out, const bson_t* diff, bool disambiguatedPaths = false);
 
 }  // namespace halo::store

@@ -34,6 +34,9 @@ struct StoreOptions {
     bool auth = false;             // --auth / security.authorization: enabled
     // --maxConns / net.maxIncomingConnections: connections beyond it are closed at once.
     int64_t maxConns = 1'000'000;
+    // setParameter enableTestCommands (mongod's name): test-only commands such
+    // as configureFailPoint exist only with it.
+    bool enableTestCommands = false;
 };
 
 }  // namespace halo::store

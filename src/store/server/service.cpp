@@ -122,6 +122,7 @@ net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame,
             if (deferral->requested) return {std::nullopt, false};
         }
     }
+    if (client_.closeConnection) return {std::nullopt, true};  // a fail point: no reply
     if (moreToCome) return {std::nullopt, false};
     auto out = wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get());
     return {maybeCompress(std::move(out), replyCompressor), false};
@@ -171,6 +172,7 @@ net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame
                 appendError(reply.mut(), allowed);
         }
     }
+    if (client_.closeConnection) return {std::nullopt, true};  // a fail point: no reply
     auto out = wire::buildOpReply(nextResponseId_++, h.requestId, reply.get(), flags);
     return {maybeCompress(std::move(out), replyCompressor), false};
 }

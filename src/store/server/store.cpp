@@ -3,17 +3,20 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
 #include "net/tls.h"
 #include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
+#include "store/commands/fail_command.h"
 #include "store/commands/profiler.h"
 #include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
 #include "store/exec/interrupt.h"
 #include "store/repl/oplog.h"
+#include "store/server/error_labels.h"
 #include "store/server/service.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
@@ -365,7 +368,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     counters_.command++;
     Oplog::resetLastCommittedOnThisThread();
     const CommandSpec* spec = CommandRegistry::instance().find(name);
-    if (!spec) {
+    if (!spec || (spec->testOnly && !opts_.enableTestCommands)) {
         appendError(reply,
                     Status(ErrorCode::CommandNotFound, fmt::format("no such command: '{}'", name)));
         return;
@@ -383,6 +386,14 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
                     Status(ErrorCode::Unauthorized,
                            fmt::format("{} may only be run against the admin database.", name)));
         return;
+    }
+    // The failCommand fail point acts before anything else about the command
+    // (mongod evaluates it before authorization and before the session).
+    std::optional<bson::Doc> labelsOverride;
+    if (client.blockedByFailPoint || failPoints_.failCommand.maybeOn()) {
+        if (applyFailCommand(client, db, *spec, args, reply, deferral, finalAttempt,
+                             &labelsOverride))
+            return;
     }
     authz::CommandAccess access;
     const bool checked = opts_.auth && !client.internal;
@@ -465,14 +476,28 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     } catch (const DBException& e) {
         bson_reinit(reply);
         appendError(reply, e.status());
-        appendErrorLabels(reply, e.status(), args.has("autocommit"));
     } catch (const std::exception& e) {
         bson_reinit(reply);
         appendError(reply, Status(ErrorCode::InternalError, e.what()));
     }
     bson_destroy(&body);
-    if (active) operations_.detachCommand(*active, deferral && deferral->requested);
-    if (!client.internal && !(deferral && deferral->requested)) {
+    const bool deferred = deferral && deferral->requested;
+    if (!deferred) {
+        // A write concern error the failCommand fail point makes up (mongod does
+        // this while it waits for the write concern, after the command ran,
+        // also for a statement inside a transaction).
+        if (failPoints_.failCommand.maybeOn() && takesWriteConcern(name) &&
+            !bson_has_field(reply, "writeConcernError")) {
+            FailPointTarget target{spec, name, ns, &client, cmd};
+            if (auto wce = evaluateFailCommandWriteConcern(failPoints_.failCommand, target)) {
+                bson_concat(reply, wce->field.get());
+                if (wce->errorLabels) labelsOverride = std::move(wce->errorLabels);
+            }
+        }
+        appendErrorLabels(client, name, args, reply, labelsOverride, op.changeStream);
+    }
+    if (active) operations_.detachCommand(*active, deferred);
+    if (!client.internal && !deferred) {
         int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now() - started)
                              .count();
@@ -886,6 +911,12 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
         // A retryable write (or a read carrying a txnNumber).
         cur.freshTxnNumber = sessions_->checkTxnNumber(*st, txnNumber);
         cur.retryable = st.get();
+        struct CloseAfter {  // before `scope` resets the current operation
+            ClientState& client;
+            ~CloseAfter() {
+                if (currentOperation().closeConnection) client.closeConnection = true;
+            }
+        } closeAfter{op.client};
         spec.run(op, body);
         return;
     }
@@ -948,22 +979,147 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
     if (cur.abortTransactionAfterCommand) sessions_->abort(*st);
 }
 
-void Store::appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction) {
-    if (s.code() == ErrorCode::ChangeStreamFatalError ||
-        s.code() == ErrorCode::ChangeStreamHistoryLost) {
-        bson_t labels;
-        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", "NonResumableChangeStreamError");
-        bson_append_array_end(reply, &labels);
-        return;
+namespace {
+
+/// The reply's code when it failed, and its writeConcernError's code.
+std::pair<std::optional<int>, std::optional<int>> replyCodes(const bson_t* reply) {
+    std::optional<int> code, wcCode;
+    bson_iter_t it;
+    if (bson::find(reply, "ok", &it) && !bson::isTruthy(*bson_iter_value(&it)))
+        code = bson::find(reply, "code", &it) ? static_cast<int>(bson_iter_as_int64(&it))
+                                              : static_cast<int>(ErrorCode::UnknownError);
+    bson_t wce;
+    if (bson::subDocument(reply, "writeConcernError", &wce))
+        wcCode = bson::find(&wce, "code", &it) ? static_cast<int>(bson_iter_as_int64(&it))
+                                               : static_cast<int>(ErrorCode::UnknownError);
+    return {code, wcCode};
+}
+
+/// Whether an aggregate's pipeline opens a change stream.
+bool opensChangeStream(const bson::Fields& args) {
+    bson_iter_t it, stages, stage;
+    if (!args.find("pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &stages) || !bson_iter_next(&stages) ||
+        !BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) ||
+        !bson_iter_next(&stage))
+        return false;
+    return std::string_view(bson_iter_key(&stage)) == "$changeStream";
+}
+
+}  // namespace
+
+void Store::appendErrorLabels(const ClientState& client, std::string_view name,
+                              const bson::Fields& args, bson_t* reply,
+                              const std::optional<bson::Doc>& labelsOverride, bool changeStream) {
+    auto [code, wcCode] = replyCodes(reply);
+    if (!code && !wcCode) return;
+    if (!bson_has_field(reply, "errorLabels")) {
+        if (labelsOverride) {
+            // A fail point named the labels: they replace the store's own.
+            if (!bson_empty(labelsOverride->get()))
+                bson_append_array(reply, "errorLabels", 11, labelsOverride->get());
+        } else {
+            LabelContext ctx;
+            ctx.command = name;
+            ctx.hasTxnNumber = args.has("txnNumber");
+            ctx.hasAutocommit = args.has("autocommit");
+            ctx.internalClient = client.internal || client.internalClient;
+            // A getMore knows once it holds its cursor (one that failed before,
+            // by a fail point too, does not: mongod does not label it either).
+            ctx.changeStream =
+                changeStream || (code && name == "aggregate" && opensChangeStream(args));
+            auto labels = errorLabelsFor(ctx, code, wcCode);
+            if (!labels.empty()) {
+                bson_t arr;
+                BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
+                for (size_t i = 0; i < labels.size(); ++i) {
+                    std::string k = std::to_string(i);
+                    bson_append_utf8(&arr, k.c_str(), -1, labels[i].data(),
+                                     static_cast<int>(labels[i].size()));
+                }
+                bson_append_array_end(reply, &arr);
+            }
+        }
     }
-    if (s.code() == ErrorCode::WriteConflict ||
-        (inTransaction && s.code() == ErrorCode::NoSuchTransaction)) {
-        bson_t labels;
-        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
-        bson_append_array_end(reply, &labels);
+    // A not-primary error carries the topologyVersion it was seen at (mongod
+    // does so on a replica set): drivers ignore an error no newer than their view.
+    if (isReplicaSet() &&
+        ((code && isNotPrimaryError(*code)) || (wcCode && isNotPrimaryError(*wcCode))) &&
+        !bson_has_field(reply, "topologyVersion")) {
+        bson_t tv;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
+        BSON_APPEND_OID(&tv, "processId", &processId_);
+        BSON_APPEND_INT64(&tv, "counter", 0);
+        bson_append_document_end(reply, &tv);
     }
+}
+
+bool Store::applyFailCommand(ClientState& client, std::string_view db, const CommandSpec& spec,
+                             const bson::Fields& args, bson_t* reply, Deferral* deferral,
+                             bool finalAttempt, std::optional<bson::Doc>* labelsOverride) {
+    const std::string_view name = args.key(0);
+    const auto now = std::chrono::steady_clock::now();
+    FailCommandEffect effect;
+    if (client.blockedByFailPoint) {
+        // A command the fail point held resumes, unless its wait is not over.
+        const bool killed = client.activeOp && client.activeOp->killed();
+        if (!killed && now < client.blockedByFailPoint->until && deferral && !finalAttempt) {
+            deferral->requested = true;
+            deferral->deadline = client.blockedByFailPoint->until;
+            return true;
+        }
+        effect = failCommandEffectOf(std::move(client.blockedByFailPoint->data));
+        client.blockedByFailPoint.reset();
+        log::info("command", 20433, "Unblocking command via 'failCommand' failpoint",
+                  fmt::format(R"({{"command":{}}})", log::quote(name)));
+        if (killed) {
+            effect.closeConnection = false;
+            effect.error = Status(ErrorCode::Interrupted, "operation was interrupted");
+        }
+    } else {
+        FailPointTarget target{&spec, name, describeCommand(db, args.doc()).second, &client,
+                               args.doc()};
+        effect = evaluateFailCommand(failPoints_.failCommand, target);
+        if (!effect.fired()) return false;
+        if (effect.block && effect.block->count() > 0) {
+            log::info("command", 20432, "Blocking command via 'failCommand' failpoint",
+                      fmt::format(R"({{"command":{},"blockTime":"{} ms"}})", log::quote(name),
+                                  effect.block->count()));
+            if (deferral && !finalAttempt) {
+                // The connection waits on a timer; its thread serves other connections.
+                client.blockedByFailPoint =
+                    ClientState::BlockedCommand{effect.data, now + *effect.block};
+                deferral->requested = true;
+                deferral->deadline = client.blockedByFailPoint->until;
+                if (ActiveOperation* active = client.activeOp.get()) {
+                    // currentOp shows the waiting command (and killOp ends the wait).
+                    std::optional<std::pair<std::string, std::string>> user;
+                    if (client.user) user.emplace(client.user->user, client.user->db);
+                    auto [kind, ns] = describeCommand(db, args.doc());
+                    operations_.describe(*active, kind, ns, args.doc(), std::move(user));
+                    operations_.detachCommand(*active, true);
+                }
+                return true;
+            }
+            // No way to wait without the thread (a legacy OP_QUERY command).
+            std::this_thread::sleep_for(*effect.block);
+        }
+    }
+    *labelsOverride = std::move(effect.errorLabels);
+    if (effect.closeConnection) {
+        log::info("command", 20431,
+                  "Failing command via 'failCommand' failpoint: closing connection",
+                  fmt::format(R"({{"command":{}}})", log::quote(name)));
+        client.closeConnection = true;  // the reply below is never sent
+        appendError(
+            reply, Status(ErrorCode::Location50985, "Failing command via 'failCommand' failpoint"));
+        return true;
+    }
+    if (!effect.error) return false;  // the command runs (after a wait, with set labels)
+    appendError(reply, *effect.error);
+    appendErrorLabels(client, name, args, reply, *labelsOverride, false);
+    if (isReplicaSet()) appendClusterTime(reply);
+    return true;
 }
 
 }  // namespace halo::store

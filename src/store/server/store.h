@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "net/listener.h"
 #include "store/authz/authorization.h"
+#include "store/exec/fail_point.h"
 #include "store/exec/operation_registry.h"
 #include "store/exec/profile_settings.h"
 #include "store/exec/top.h"
@@ -32,6 +33,7 @@ class Catalog;
 class CursorManager;
 class Oplog;
 class SessionCatalog;
+struct CommandSpec;
 struct Deferral;
 struct OperationContext;
 
@@ -67,6 +69,18 @@ struct ClientState {
     std::optional<AuthenticatedUser> user;  // set by a finished SASL conversation
     std::optional<SaslConversation> sasl;
     bool internal = false;  // the store's own work: never subject to authorization
+    /// Its handshake said internalClient (another server, as mongod tags it):
+    /// fail points spare it unless told otherwise; no RetryableWriteError labels.
+    bool internalClient = false;
+    /// Close the connection instead of replying to the current request (a fail point).
+    bool closeConnection = false;
+    /// A command held by failCommand's blockConnection: the connection waits
+    /// (without its thread) until `until`, then the command resumes with `data`.
+    struct BlockedCommand {
+        std::shared_ptr<const bson::Doc> data;
+        std::chrono::steady_clock::time_point until;
+    };
+    std::optional<BlockedCommand> blockedByFailPoint;
     /// The request this connection is running (set by the connection while it
     /// handles one; what currentOp shows and killOp interrupts).
     std::shared_ptr<ActiveOperation> activeOp;
@@ -104,6 +118,8 @@ class Store {
     Top& top() { return top_; }
     /// The database profiler's levels, slowms and sampleRate.
     ProfileSettings& profiling() { return profiling_; }
+    /// Test-only fail points (configureFailPoint, with enableTestCommands).
+    FailPoints& failPoints() { return failPoints_; }
     std::chrono::steady_clock::time_point startTime() const { return started_; }
     size_t openConnections() const;
     uint64_t totalConnections() const;
@@ -144,7 +160,18 @@ class Store {
     /// outside a transaction reads at (nullopt for any other read concern).
     std::optional<Timestamp> waitForReadConcern(const OperationContext& op);
     void appendClusterTime(bson_t* reply);
-    void appendErrorLabels(bson_t* reply, const Status& s, bool inTransaction);
+    /// Labels a failed reply (or one with a writeConcernError) as mongod does,
+    /// or with the labels a fail point named; adds topologyVersion to a
+    /// not-primary error on a replica set.
+    void appendErrorLabels(const ClientState& client, std::string_view name,
+                           const bson::Fields& args, bson_t* reply,
+                           const std::optional<bson::Doc>& labelsOverride, bool changeStream);
+    /// The failCommand fail point's part in a command: true when it answered
+    /// (an error, a closed connection, or a wait to come back from), false when
+    /// the command runs; `labelsOverride` receives the labels it names.
+    bool applyFailCommand(ClientState& client, std::string_view db, const CommandSpec& spec,
+                          const bson::Fields& args, bson_t* reply, Deferral* deferral,
+                          bool finalAttempt, std::optional<bson::Doc>* labelsOverride);
     void runWithSession(OperationContext& op, const struct CommandSpec& spec, bson_t* body);
     void runInSession(OperationContext& op, const CommandSpec& spec, bson_t* body);
     /// Counts a finished command in the usage statistics of the collection it names.
@@ -184,6 +211,7 @@ class Store {
     Counters counters_;
     Top top_;
     ProfileSettings profiling_;
+    FailPoints failPoints_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> stopping_{false};
     std::atomic<uint64_t> authzGeneration_{1};

@@ -130,6 +130,9 @@ struct CurrentOperation {
     // A snapshot read outside a transaction (readConcern level snapshot): every
     // storage read of the command, and of its cursor's getMores, is at this time.
     std::optional<Timestamp> readAt;
+    // A fail point (onPrimaryTransactionalWrite) asked to close the client's
+    // connection once the command is over, without a reply.
+    bool closeConnection = false;
 };
 CurrentOperation& currentOperation();
 

@@ -11,9 +11,12 @@
 //   --replSet NAME     start the server with --replSet NAME (change streams, transactions)
 //   --verbose          print every test's outcome, not only failures and skips
 //   --test-timeout MS  per-test bound (default 60000)
-// Output: one line per file, details of failures and skip reasons, then a total line:
+// Output: one line per file, details of failures and skip reasons, one line per suite
+// (pass rate, files fully passing), then a total line:
 //   conformance: N passed, N failed, N skipped
-// Exit code: 1 if a baseline file has a failure (a regression) or cannot run; else 0.
+// The server it starts runs with --setParameter enableTestCommands=1 (configureFailPoint).
+// Exit code: 1 if a baseline file has a failure, a baseline test does not pass (a
+// regression), or a baseline file cannot run; else 0.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -35,6 +38,8 @@ const TEST_RUNNER_OPS = new Set([
   'assertDifferentLsidOnLastTwoCommands',
   'createEntities',
   'assertSessionTransactionState',
+  'assertSessionDirty',
+  'assertSessionNotDirty',
 ]);
 
 // ------------------------------------------------------------------ CLI
@@ -70,10 +75,16 @@ function parseArgs(argv) {
   return o;
 }
 
+/**
+ * The baseline: `files` that must have no failing test (and one passing), and
+ * `tests`, per file, tests that must pass in files that cannot be listed whole.
+ * Returns {files: [...], tests: {file: [description...]}}.
+ */
 function loadBaseline(file) {
-  if (!fs.existsSync(file)) return [];
+  if (!fs.existsSync(file)) return { files: [], tests: {} };
   const j = JSON.parse(fs.readFileSync(file, 'utf8'));
-  return Array.isArray(j) ? j : j.files || [];
+  if (Array.isArray(j)) return { files: j, tests: {} };
+  return { files: j.files || [], tests: j.tests || {} };
 }
 
 function listFiles(opts) {
@@ -303,6 +314,15 @@ async function runTestRunnerOp(op, ctx) {
       if (!(states[a.state] || []).includes(actual)) throw new MatchError(op.name, `expected ${a.state}, session is ${actual}`);
       return;
     }
+    case 'assertSessionDirty':
+    case 'assertSessionNotDirty': {
+      // A server session is dirty once a network error hit a command that used it
+      // (the driver then discards it instead of pooling it).
+      const session = ctx.entities.getTyped(a.session, 'session');
+      const dirty = Boolean(session._serverSession && session._serverSession.isDirty);
+      if (dirty !== (op.name === 'assertSessionDirty')) throw new MatchError(op.name, `session dirty=${dirty}`);
+      return;
+    }
     case 'createEntities':
       for (const e of a.entities) await createEntity(e, ctx.entities, ctx);
       return;
@@ -514,16 +534,20 @@ async function serverFacts(internal) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const baseline = loadBaseline(opts.baseline);
+  const { files: baseline, tests: baselineTests } = loadBaseline(opts.baseline);
   let files = listFiles(opts);
-  if (opts.onlyBaseline) files = files.filter((f) => baseline.includes(f));
+  if (opts.onlyBaseline) files = files.filter((f) => baseline.includes(f) || baselineTests[f]);
   if (opts.filters.length) files = files.filter((f) => opts.filters.some((s) => f.includes(s)));
-  const missingBaseline = baseline.filter((b) => !listFiles({ ...opts, suites: null }).includes(b));
+  const allFiles = listFiles({ ...opts, suites: null });
+  const missingBaseline = [...baseline, ...Object.keys(baselineTests)].filter((b) => !allFiles.includes(b));
 
   let server = null;
   let uri = opts.uri;
   if (!uri) {
-    server = await startStore(opts.replSet ? { replSet: opts.replSet } : {});
+    // Test commands on, as the specification's test setups run mongod: the
+    // transactions, retryable-writes and sessions tests drive failCommand.
+    const extraArgs = ['--setParameter', 'enableTestCommands=1'];
+    server = await startStore(opts.replSet ? { replSet: opts.replSet, extraArgs } : { extraArgs });
     uri = server.uri();
   }
   const internal = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000 });
@@ -547,7 +571,8 @@ async function main() {
       totals.passed += r.passed;
       totals.failed += r.failed;
       totals.skipped += r.skipped;
-      console.log(`${rel}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped${baseline.includes(rel) ? ' [baseline]' : ''}`);
+      const tag = baseline.includes(rel) ? ' [baseline]' : baselineTests[rel] ? ` [baseline: ${baselineTests[rel].length} tests]` : '';
+      console.log(`${rel}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped${tag}`);
       for (const d of r.details) {
         if (d.status === 'FAIL') console.log(`  FAIL ${d.name}\n       ${d.why.split('\n').join('\n       ')}`);
         else if (d.status === 'SKIP' && opts.verbose) console.log(`  SKIP ${d.name}: ${d.why}`);
@@ -575,9 +600,39 @@ async function main() {
     console.log(`REGRESSION: baseline files with failures (or no passing test): ${regressions.map((r) => r.file).join(', ')}`);
     exitCode = 1;
   }
+  const testRegressions = [];
+  for (const r of results) {
+    for (const name of baselineTests[r.file] || []) {
+      const d = r.details.find((x) => x.name === name);
+      if (!d || d.status !== 'PASS') testRegressions.push(`${r.file}: "${name}" (${d ? d.status : 'not found'})`);
+    }
+  }
+  if (testRegressions.length) {
+    console.log(`REGRESSION: baseline tests that did not pass:\n  ${testRegressions.join('\n  ')}`);
+    exitCode = 1;
+  }
   if (newlyPassing.length) {
     console.log('Files not in the baseline that now fully pass (add them to conformance/baseline.json):');
     for (const r of newlyPassing) console.log(`  "${r.file}",`);
+  }
+  const suites = new Map();
+  for (const r of results) {
+    const name = r.file.split('/')[0];
+    const t = suites.get(name) || { files: 0, clean: 0, passed: 0, failed: 0, skipped: 0 };
+    t.files++;
+    if (r.failed === 0 && r.passed > 0) t.clean++;
+    t.passed += r.passed;
+    t.failed += r.failed;
+    t.skipped += r.skipped;
+    suites.set(name, t);
+  }
+  for (const [name, t] of suites) {
+    const all = t.passed + t.failed + t.skipped;
+    const pct = (n, d) => (d ? ((100 * n) / d).toFixed(1) : '0.0');
+    console.log(
+      `suite ${name}: ${t.passed}/${all} passed (${pct(t.passed, all)}%; ${pct(t.passed, t.passed + t.failed)}% of those run), ` +
+        `${t.failed} failed, ${t.skipped} skipped; ${t.clean}/${t.files} files fully passing`,
+    );
   }
   console.log(`conformance: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
   return exitCode;

@@ -114,6 +114,51 @@ test('drop, rename and dropDatabase events; invalidate closes a collection strea
   await collStream.close();
 });
 
+test('with showExpandedEvents a rename describes its target and the collection it replaced', async () => {
+  const db = client.db(`csx_${process.pid}`);
+  const a = db.collection('a');
+  await a.insertOne({ _id: 1 });
+  await db.collection('b').insertOne({ _id: 2 });
+  const bUuid = (await db.listCollections({ name: 'b' }).toArray())[0].info.uuid;
+  const stream = a.watch([], { showExpandedEvents: true });
+  await stream.tryNext();
+  await a.rename('b', { dropTarget: true });
+  await db.collection('b').rename('c');
+  const [ren] = await nextEvents(stream, 1);
+  assert.equal(ren.operationType, 'rename');
+  assert.deepEqual(ren.operationDescription.to, { db: db.databaseName, coll: 'b' });
+  assert.equal(ren.operationDescription.dropTarget.toHexString(), bUuid.toHexString());
+  await stream.close();
+  // A rename that replaces nothing has no dropTarget.
+  const dbStream = db.watch([], { showExpandedEvents: true });
+  await dbStream.tryNext();
+  await db.collection('c').rename('d');
+  const [plain] = await nextEvents(dbStream, 1);
+  assert.equal(plain.operationType, 'rename');
+  assert.deepEqual(plain.operationDescription, { to: { db: db.databaseName, coll: 'd' } });
+  await dbStream.close();
+  await db.dropDatabase();
+});
+
+test('with showExpandedEvents an update names the real fields of a path with a numeric field name', async () => {
+  const coll = client.db('cs').collection(collName());
+  await coll.insertOne({ _id: 1, a: { 1: 1 }, b: 1 });
+  const expanded = coll.watch([], { showExpandedEvents: true });
+  const plain = coll.watch();
+  await expanded.tryNext();
+  await plain.tryNext();
+  await coll.updateOne({ _id: 1 }, { $set: { 'a.1': 2 } });
+  await coll.updateOne({ _id: 1 }, { $set: { b: 2 } });
+  const [amb, clear] = await nextEvents(expanded, 2);
+  assert.deepEqual(amb.updateDescription.updatedFields, { 'a.1': 2 });
+  assert.deepEqual(amb.updateDescription.disambiguatedPaths, { 'a.1': ['a', '1'] });
+  assert.deepEqual(clear.updateDescription.disambiguatedPaths, {});
+  const [p] = await nextEvents(plain, 1);
+  assert.equal(p.updateDescription.disambiguatedPaths, undefined, 'only with showExpandedEvents');
+  await expanded.close();
+  await plain.close();
+});
+
 test('resumeAfter, startAfter and startAtOperationTime replay exactly the later events', async () => {
   const coll = client.db('cs').collection(collName());
   const stream = coll.watch();
