@@ -106,37 +106,42 @@ class Evictor {
 
         int64_t evicted = 0;
         if (!old.empty() && co_await feederHasSeen(readAt)) {
-            step_ = "read archive copies";
+            // Just written (perhaps promoted for a write still on its way): not
+            // yet, and not worth an archive read either (each one may cost the
+            // archive a disk read, every pass, while the document stays recent).
+            std::vector<const bson::Doc*> settled;
             std::vector<Id> ids;
-            for (auto& d : old) {
-                Id id;
-                if (idOf(d.get(), &id)) ids.push_back(std::move(id));
-            }
-            bson::Doc ac;
-            BSON_APPEND_UTF8(ac.mut(), "find", coll.c_str());
-            appendIdIn(ac.mut(), "filter", ids);
-            BSON_APPEND_INT64(ac.mut(), "batchSize", limit);
-            BSON_APPEND_UTF8(ac.mut(), "$db", db.c_str());
-            auto archived = co_await t.archive.collect(ac.get());
-            if (!archived.isOK()) co_return archived.getStatus();
-            std::unordered_map<std::string, const bson::Doc*> inArchive;
-            for (auto& d : archived.getValue()) {
-                Id id;
-                if (idOf(d.get(), &id)) inArchive.emplace(idKey(id), &d);
-            }
-            // Only copies the archive holds byte for byte; the others wait for the feeder.
-            std::vector<const bson::Doc*> candidates;
             const int64_t now = nowMillis();
             for (auto& d : old) {
                 Id id;
                 if (!idOf(d.get(), &id)) continue;
-                // Just written (perhaps promoted for a write still on its way): not yet.
                 if (ctx_.recentWrites.recent(RecentWrites::key(p.ns, id), now,
                                              kRecentWriteGraceMillis))
                     continue;
-                auto it = inArchive.find(idKey(id));
-                if (it != inArchive.end() && sameBytes(it->second->get(), d.get()))
-                    candidates.push_back(&d);
+                settled.push_back(&d);
+                ids.push_back(std::move(id));
+            }
+            std::vector<const bson::Doc*> candidates;
+            if (!ids.empty()) {
+                step_ = "read archive copies";
+                bson::Doc ac;
+                BSON_APPEND_UTF8(ac.mut(), "find", coll.c_str());
+                appendIdIn(ac.mut(), "filter", ids);
+                BSON_APPEND_INT64(ac.mut(), "batchSize", limit);
+                BSON_APPEND_UTF8(ac.mut(), "$db", db.c_str());
+                auto archived = co_await t.archive.collect(ac.get());
+                if (!archived.isOK()) co_return archived.getStatus();
+                std::unordered_map<std::string, const bson::Doc*> inArchive;
+                for (auto& d : archived.getValue()) {
+                    Id id;
+                    if (idOf(d.get(), &id)) inArchive.emplace(idKey(id), &d);
+                }
+                // Only copies the archive holds byte for byte; the others wait for the feeder.
+                for (size_t i = 0; i < settled.size(); ++i) {
+                    auto it = inArchive.find(idKey(ids[i]));
+                    if (it != inArchive.end() && sameBytes(it->second->get(), settled[i]->get()))
+                        candidates.push_back(settled[i]);
+                }
             }
             for (size_t i = 0; i < candidates.size(); i += kDocsPerTxn) {
                 std::vector<const bson::Doc*> chunk(

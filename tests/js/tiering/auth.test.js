@@ -77,7 +77,7 @@ describe('tiers with authentication', () => {
 
   test('writes through the proxy reach the fast tier and the feeder carries them to the archive', async () => {
     await orders.insertOne({ _id: 'new', date: new Date(), v: 1 });
-    await orders.updateOne({ _id: 0 }, { $set: { v: 100 } }); // an archive-only document: promoted
+    await orders.updateOne({ _id: 0 }, { $set: { v: 100 } }); // an archive-only document: a cold write
     await orders.deleteOne({ _id: 2 });
     await t.waitFeederCaughtUp();
     const archive = await t.tierDocs('archive', NS);

@@ -31,7 +31,12 @@ const rand = rng(20261203);
 const pick = (n) => Math.floor(rand() * n);
 
 before(async () => {
-  t = await startTiered({ collections: [NS], horizon: '10m', workers: false, causalWaitTimeout: '1s', startProxy: false });
+  // Cold writes off: every write lands in the fast tier, so the archive never sees one and
+  // every answer that includes a write comes from the merge (cold_writes.test.js covers them).
+  t = await startTiered({
+    collections: [NS], horizon: '10m', workers: false, causalWaitTimeout: '1s', startProxy: false,
+    extra: { tiering: { coldWrites: false } },
+  });
   const archive = await t.tierClient('archive');
   const docs = [];
   for (let i = 0; i < 120; i++) {
