@@ -5,18 +5,13 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "tiering/router.h"
 
 namespace halo::tiering {
 
 namespace {
-
-int64_t wallNow() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 std::string_view topField(std::string_view path) {
     return path.substr(0, path.find('.'));
@@ -96,7 +91,7 @@ asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& 
         BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
         BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
         BSON_APPEND_BOOL(&set, "inArchive", true);
-        BSON_APPEND_DATE_TIME(&set, "at", wallNow());
+        BSON_APPEND_DATE_TIME(&set, "at", wallMillis());
         bson_append_document_end(&u, &set);
         bson_append_document_end(&stmt, &u);
         BSON_APPEND_BOOL(&stmt, "upsert", true);
@@ -141,7 +136,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &g);
     t.meta.appendTombstoneKey(&g, "_id", ns, id);
     BSON_APPEND_OID(&g, kColdGuardField, &oid);
-    BSON_APPEND_DATE_TIME(&g, "at", wallNow());
+    BSON_APPEND_DATE_TIME(&g, "at", wallMillis());
     BSON_APPEND_DOCUMENT(&g, "cmd", cmd);
     if (retryKey) BSON_APPEND_DOCUMENT(&g, "retry", retryKey);
     bson_append_document_end(&arr, &g);
@@ -210,7 +205,7 @@ bool sameRetry(const bson_t* guard, const bson_t* retryKey) {
 int64_t coldGuardAgeMillis(const bson_t* guard) {
     bson_iter_t it;
     if (!bson_iter_init_find(&it, guard, "at") || !BSON_ITER_HOLDS_DATE_TIME(&it)) return 0;
-    return wallNow() - bson_iter_date_time(&it);
+    return wallMillis() - bson_iter_date_time(&it);
 }
 
 std::optional<Id> coldTarget(std::string_view kind, const bson_t* stmt, const CollectionPolicy& p) {

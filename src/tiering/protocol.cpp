@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "tiering/cold_write.h"
 
@@ -470,12 +471,6 @@ asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
 }
 
 namespace {
-
-int64_t wallMillis() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 /// The age (ms) of a document's age field; nullopt when it has none the
 /// evictor would act on (so the document is never evicted).

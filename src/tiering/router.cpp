@@ -6,6 +6,8 @@
 #include <ctime>
 #include <limits>
 
+#include "common/clock.h"
+
 namespace halo::tiering {
 
 std::string_view routeName(Route r) {
@@ -23,9 +25,7 @@ std::string_view routeName(Route r) {
 }
 
 int64_t nowMillis() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return wallMillis();
 }
 
 std::string isoDate(int64_t ms) {

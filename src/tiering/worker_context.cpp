@@ -4,14 +4,13 @@
 
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace halo::tiering::workers {
 
 int64_t nowMillis() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return wallMillis();
 }
 
 WorkerContext::WorkerContext(asio::io_context& io, const ProxyConfig& c, Tiers& t, SharedState& s,

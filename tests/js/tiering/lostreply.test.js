@@ -6,7 +6,9 @@
 //
 // A relay between the proxy and the fast tier (lib/relay.js) drops the reply to the next
 // commitTransaction and closes that connection. No workers run, so every commit is the
-// client's write.
+// client's write. A second relay in front of the archive does the same to a cold write
+// (CONSISTENCY.md, Cold writes), whose command carries a session of the proxy's: the
+// proxy's second attempt is a retry the archive answers from its record.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -18,6 +20,7 @@ const OLD = new Date(Date.now() - 400 * 86_400_000);
 
 let t;
 let relay;
+let archiveRelay;
 let orders;
 let archive;
 
@@ -25,6 +28,8 @@ before(async () => {
   t = await startTiered({ collections: [NS], horizon: '10m', workers: false, startProxy: false });
   relay = await startRelay(t.fast.port);
   t.routeTier('fast', relay.port);
+  archiveRelay = await startRelay(t.archive.port);
+  t.routeTier('archive', archiveRelay.port);
   await t.startProxy();
   const c = await t.client({ retryWrites: false });
   orders = c.db('shop').collection('orders');
@@ -33,6 +38,7 @@ before(async () => {
 after(async () => {
   if (t) await t.cleanup();
   if (relay) await relay.close();
+  if (archiveRelay) await archiveRelay.close();
 });
 
 test('a delete whose commit reply was lost reports the document it deleted', async () => {
@@ -68,4 +74,16 @@ test('a delete of an archive document, with the replies to both the promotion an
   assert.equal(await orders.findOne({ _id: 'old' }), null, 'the tombstone hides the archive copy');
   const tomb = (await t.tombstones(NS)).filter((x) => x._id.id === 'old');
   assert.equal(tomb.length, 1, `a tombstone for the archive copy (no feeder runs here to apply it): ${show(tomb)}`);
+});
+
+test('a cold update whose archive reply was lost is applied once, and reported', async () => {
+  await archive.insertOne({ _id: 'cold', date: OLD, n: 0 });
+  archiveRelay.dropped.length = 0;
+  const lost = archiveRelay.dropReplyOnce('update');
+  const r = await orders.updateOne({ _id: 'cold' }, { $inc: { n: 1 } });
+  await lost;
+  assert.deepEqual(archiveRelay.dropped, ['update'], 'the fault was injected');
+  assert.deepEqual([r.matchedCount, r.modifiedCount], [1, 1], show(r));
+  assert.equal((await archive.findOne({ _id: 'cold' })).n, 1, 'applied once');
+  assert.deepEqual(await t.tierDocs('fast', NS, { _id: 'cold' }), [], 'written where it lives');
 });
