@@ -194,6 +194,13 @@ asio::awaitable<void> releaseLater(Tiers& t, std::string ns, Id id, bson::Doc ve
             fmt::format(R"({{"ns":{},"error":{}}})", log::quote(ns), log::quote(rel.reason())));
 }
 
+/// Whether a write reply says the statement ran: ok: 1 and no write error.
+bool ranStatement(const bson_t* reply) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, reply, "ok") || bson_iter_as_double(&it) != 1.0) return false;
+    return !bson_iter_init_find(&it, reply, "writeErrors");
+}
+
 bool sameRetry(const bson_t* guard, const bson_t* retryKey) {
     bson_t g;
     if (!retryKey || !bson::subDocument(guard, "retry", &g)) return false;
@@ -252,8 +259,11 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const st
     // The reply need not wait for the guard's removal: until it is gone,
     // promotions of X wait, and a writer that finds it left behind finishes
     // it (a rerun the archive answers from its record).
+    // Recorded for a retry only when the archive ran the statement: a refused
+    // one (ok: 0, a write error) is not in its session record, and its retry
+    // must not run there once X has been copied up.
     std::optional<bson::Doc> key;
-    if (retryKey && r.isOK()) key = bson::Doc::copyOf(retryKey);
+    if (retryKey && r.isOK() && ranStatement(r.getValue().get())) key = bson::Doc::copyOf(retryKey);
     asio::co_spawn(co_await asio::this_coro::executor,
                    releaseLater(t, ns, id.copy(), std::move(*version), std::move(key)),
                    asio::detached);
@@ -277,7 +287,7 @@ asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const b
     if (bson_iter_init_find(&it, guard, kColdGuardField))
         bson_append_value(version.mut(), "v", 1, bson_iter_value(&it));
     bson_t retry;
-    bool hasRetry = bson::subDocument(guard, "retry", &retry);
+    bool hasRetry = bson::subDocument(guard, "retry", &retry) && ranStatement(r.getValue().get());
     log::info("tiering", 8210071, "Finished a cold write another writer left",
               fmt::format(R"({{"ns":{}}})", log::quote(ns)));
     co_return co_await releaseGuard(t, ns, id, version.get(), hasRetry ? &retry : nullptr);
