@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "tiering/router.h"
+#include "tiering/worker_context.h"
 
 namespace halo::tiering {
 
@@ -41,11 +42,6 @@ bool leavesAgeAlone(const bson_iter_t& u, std::string_view age) {
     return any;
 }
 
-bool truthy(const bson_t* d, const char* k) {
-    bson_iter_t it;
-    return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
-}
-
 /// A collation other than the simple one can make `_id: "a"` match "A" too.
 bool simpleCollation(const bson_t* d) {
     bson_t c;
@@ -77,8 +73,23 @@ asio::awaitable<StatusWith<bson::Doc>> runInArchive(Tiers& t, const bson_t* cmd)
 /// retryable statement `retryKey` as run in the archive: a promotion that
 /// follows the removal finds the record (both majority, journaled).
 asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& id,
-                                     const bson_t* version, const bson_t* retryKey) {
+                                     const bson_t* version, const bson_t* retryKey, bool wrote) {
     bson_t arr, stmt;
+    if (wrote) {
+        // A(X) changed without X passing through the fast tier: a promotion
+        // that read the archive before the write must not commit after the
+        // guard is gone. It read the epoch before the archive, so this bump
+        // makes its check fail (CONSISTENCY.md, Cold writes).
+        bson::Doc up;
+        BSON_APPEND_UTF8(up.mut(), "update", Metadata::kState);
+        BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+        workers::appendEpochBump(&arr, "0", ns);
+        bson_append_array_end(up.mut(), &arr);
+        appendMajority(up.mut());
+        BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+        auto er = co_await t.fast.runOk(up.get());
+        if (!er.isOK()) co_return er.getStatus();
+    }
     if (retryKey) {
         bson::Doc up;
         BSON_APPEND_UTF8(up.mut(), "update", Metadata::kRetries);
@@ -124,7 +135,6 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     Tiers& t, const std::string& ns, const Id& id, const bson_t* cmd, const bson_t* retryKey,
     std::optional<bson::Doc>* existing) {
     using Out = std::optional<bson::Doc>;
-    auto [db, coll] = splitNs(ns);
     bson_oid_t oid;
     bson_oid_init(&oid, nullptr);
     bson::Doc version;
@@ -147,36 +157,20 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     if (!ir.isOK()) {
         if (ir.getStatus().code() != ErrorCode::DuplicateKey) co_return ir.getStatus();
         // Whose key is it? A guard may be finished by this writer (see runCold).
-        bson::Doc c;
-        BSON_APPEND_UTF8(c.mut(), "find", Metadata::kTombstones);
-        bson::Doc q = guardKeyFilter(t.meta, ns, id, nullptr);
-        BSON_APPEND_DOCUMENT(c.mut(), "filter", q.get());
-        BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
-        auto r = co_await t.fast.collect(c.get());
-        if (r.isOK() && !r.getValue().empty()) {
-            bson_iter_t it;
-            if (bson_iter_init_find(&it, r.getValue()[0].get(), kColdGuardField))
-                *existing = std::move(r.getValue()[0]);
-        }
+        std::vector<Id> one;
+        one.push_back(id.copy());
+        auto k = co_await keyStates(t, ns, one);
+        if (k.isOK() && !k.getValue().guards.empty()) *existing = std::move(k.getValue().guards[0]);
         co_return Out{};
     }
     // After the guard: a promotion that committed before it shows here; one
     // that had not yet written X's key meets the guard.
-    bson::Doc f;
-    BSON_APPEND_UTF8(f.mut(), "find", coll.c_str());
-    bson_t filter, proj;
-    BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "filter", &filter);
-    bson_iter_t vit;
-    if (const bson_value_t* v = idValue(id, &vit)) bson_append_value(&filter, "_id", 3, v);
-    bson_append_document_end(f.mut(), &filter);
-    BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "projection", &proj);
-    BSON_APPEND_INT32(&proj, "_id", 1);
-    bson_append_document_end(f.mut(), &proj);
-    BSON_APPEND_UTF8(f.mut(), "$db", db.c_str());
-    auto fr = co_await t.fast.collect(f.get());
-    if (!fr.isOK() || !fr.getValue().empty()) {
-        Status rel = co_await releaseGuard(t, ns, id, version.get(), nullptr);
-        if (!fr.isOK()) co_return fr.getStatus();
+    std::vector<Id> one;
+    one.push_back(id.copy());
+    auto present = co_await presentIn(t, ns, one);
+    if (!present.isOK() || present.getValue()[0]) {
+        Status rel = co_await releaseGuard(t, ns, id, version.get(), nullptr, false);
+        if (!present.isOK()) co_return present.getStatus();
         if (!rel.isOK()) co_return rel;
         co_return Out{};
     }
@@ -187,7 +181,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
 /// in its frame).
 asio::awaitable<void> releaseLater(Tiers& t, std::string ns, Id id, bson::Doc version,
                                    std::optional<bson::Doc> key) {
-    Status rel = co_await releaseGuard(t, ns, id, version.get(), key ? key->get() : nullptr);
+    Status rel = co_await releaseGuard(t, ns, id, version.get(), key ? key->get() : nullptr, true);
     if (!rel.isOK())
         log::warning(
             "tiering", 8210070, "Cold write done; its guard stays until another writer finishes it",
@@ -290,7 +284,7 @@ asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const b
     bool hasRetry = bson::subDocument(guard, "retry", &retry) && ranStatement(r.getValue().get());
     log::info("tiering", 8210071, "Finished a cold write another writer left",
               fmt::format(R"({{"ns":{}}})", log::quote(ns)));
-    co_return co_await releaseGuard(t, ns, id, version.get(), hasRetry ? &retry : nullptr);
+    co_return co_await releaseGuard(t, ns, id, version.get(), hasRetry ? &retry : nullptr, true);
 }
 
 }  // namespace halo::tiering

@@ -76,6 +76,11 @@ void Metadata::appendTombstoneKey(bson_t* out, const char* key, const std::strin
     bson_append_document_end(out, &k);
 }
 
+bool truthy(const bson_t* d, const char* k) {
+    bson_iter_t it;
+    return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
+}
+
 void appendMajority(bson_t* cmd) {
     bson_t wc;
     BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);
@@ -152,8 +157,6 @@ asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns) 
     co_return epochFrom(r.getValue());
 }
 
-namespace {
-
 /// Which of `ids` have a document in the fast tier's `ns`.
 asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
                                                          const std::vector<Id>& ids) {
@@ -172,18 +175,6 @@ asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::st
     for (size_t i = 0; i < ids.size(); ++i) out[i] = found.count(idKey(ids[i])) > 0;
     co_return out;
 }
-
-}  // namespace
-
-namespace {
-
-/// What holds each id's tombstone key: a tombstone, a cold write's guard
-/// (kept whole, for finishColdGuard), or nothing.
-struct KeyStates {
-    std::vector<bool> dead;
-    std::vector<bool> guarded;
-    std::vector<bson::Doc> guards;
-};
 
 asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
                                                  const std::vector<Id>& ids) {
@@ -219,8 +210,6 @@ asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns
     }
     co_return out;
 }
-
-}  // namespace
 
 asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
                                                             const std::vector<Id>& ids) {

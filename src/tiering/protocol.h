@@ -67,6 +67,9 @@ struct Tiers {
     SessionPool* archiveSessions = nullptr;
 };
 
+/// Whether field `k` of `d` is present and true (bson_iter_as_bool).
+bool truthy(const bson_t* d, const char* k);
+
 /// Appends {w: "majority", j: true}.
 void appendMajority(bson_t* cmd);
 
@@ -82,6 +85,18 @@ struct FastPresence {
 };
 asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
                                                        const std::vector<Id>& ids);
+/// Which of `ids` have a document in the fast tier's `ns`.
+asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
+                                                         const std::vector<Id>& ids);
+/// What holds each id's tombstone key: a tombstone, a cold write's guard
+/// (kept whole, for finishColdGuard), or nothing.
+struct KeyStates {
+    std::vector<bool> dead;
+    std::vector<bool> guarded;
+    std::vector<bson::Doc> guards;
+};
+asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
+                                                 const std::vector<Id>& ids);
 /// Of `ids`, the ones tombstoned in the fast tier (fastPresence's second
 /// half). A cold write's guard is no tombstone: the archive holds X.
 asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,

@@ -43,11 +43,6 @@ std::string str(const bson_t* d, const char* k) {
     return {};
 }
 
-bool truthy(const bson_t* d, const char* k) {
-    bson_iter_t it;
-    return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
-}
-
 /// A getMore or killCursors on a cursor another user opened (mongod: 13).
 Status notCursorOwner(const char* cmd, int64_t id, const std::string& ns) {
     auto [db, coll] = splitNs(ns);
