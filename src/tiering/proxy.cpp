@@ -892,7 +892,7 @@ asio::awaitable<bson::Doc> ClientConnection::listAuthorizedDatabases(const wire:
             bson_iter_t size;
             if (bson_iter_init_find(&size, d.get(), "sizeOnDisk") && BSON_ITER_HOLDS_NUMBER(&size))
                 total += bson_iter_as_int64(&size);
-            BSON_APPEND_DOCUMENT(&arr, key(n++), d.get());
+            bson_append_document(&arr, key(n++), -1, d.get());
         }
         bson_append_array_end(out.mut(), &arr);
     }
@@ -1664,7 +1664,7 @@ asio::awaitable<bson::Doc> ClientConnection::currentOp(const bson_t* cmd, const 
             const uint8_t* data;
             bson_iter_document(&m, &len, &data);
             bson_init_static(&match, data, len);
-            BSON_APPEND_DOCUMENT(&all, k(n++), &match);
+            bson_append_document(&all, k(n++), -1, &match);
         }
         bson_append_array_end(filter.mut(), &all);
         if (n == 0) filter = bson::Doc();
@@ -1695,7 +1695,8 @@ asio::awaitable<bson::Doc> ClientConnection::currentOp(const bson_t* cmd, const 
         BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "cursor", &cursor);
         BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
         for (auto& op : ops)
-            if (matcher.getValue()->matches(op.get())) BSON_APPEND_DOCUMENT(&arr, k(n++), op.get());
+            if (matcher.getValue()->matches(op.get()))
+                bson_append_document(&arr, k(n++), -1, op.get());
         bson_append_array_end(&cursor, &arr);
         BSON_APPEND_INT64(&cursor, "id", 0);
         BSON_APPEND_UTF8(&cursor, "ns", "admin.$cmd.aggregate");
@@ -1703,7 +1704,8 @@ asio::awaitable<bson::Doc> ClientConnection::currentOp(const bson_t* cmd, const 
     } else {
         BSON_APPEND_ARRAY_BEGIN(out.mut(), "inprog", &arr);
         for (auto& op : ops)
-            if (matcher.getValue()->matches(op.get())) BSON_APPEND_DOCUMENT(&arr, k(n++), op.get());
+            if (matcher.getValue()->matches(op.get()))
+                bson_append_document(&arr, k(n++), -1, op.get());
         bson_append_array_end(out.mut(), &arr);
     }
     BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
