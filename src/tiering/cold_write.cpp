@@ -69,27 +69,17 @@ asio::awaitable<StatusWith<bson::Doc>> runInArchive(Tiers& t, const bson_t* cmd)
     co_return r;
 }
 
-/// Removes X's guard if it is still `version`'s, after recording the
-/// retryable statement `retryKey` as run in the archive: a promotion that
-/// follows the removal finds the record (both majority, journaled).
+/// Turns X's guard, if it is still `version`'s, into a mark (CONSISTENCY.md,
+/// Cold writes): counts the cold write first, so the mark's number is above
+/// every count a promotion that read the archive before the write can hold;
+/// and records the retryable statement `retryKey` as run in the archive before
+/// the guard goes, so a promotion that follows finds the record (all majority,
+/// journaled).
 asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& id,
-                                     const bson_t* version, const bson_t* retryKey, bool wrote) {
+                                     const bson_t* version, const bson_t* retryKey) {
+    auto mark = co_await countColdWrite(t, ns);
+    if (!mark.isOK()) co_return mark.getStatus();
     bson_t arr, stmt;
-    if (wrote) {
-        // A(X) changed without X passing through the fast tier: a promotion
-        // that read the archive before the write must not commit after the
-        // guard is gone. It read the epoch before the archive, so this bump
-        // makes its check fail (CONSISTENCY.md, Cold writes).
-        bson::Doc up;
-        BSON_APPEND_UTF8(up.mut(), "update", Metadata::kState);
-        BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-        workers::appendEpochBump(&arr, "0", ns);
-        bson_append_array_end(up.mut(), &arr);
-        appendMajority(up.mut());
-        BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
-        auto er = co_await t.fast.runOk(up.get());
-        if (!er.isOK()) co_return er.getStatus();
-    }
     if (retryKey) {
         bson::Doc up;
         BSON_APPEND_UTF8(up.mut(), "update", Metadata::kRetries);
@@ -113,24 +103,29 @@ asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& 
         auto ur = co_await t.fast.runOk(up.get());
         if (!ur.isOK()) co_return ur.getStatus();
     }
-    bson::Doc del;
-    BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
-    BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+    bson::Doc up;
+    BSON_APPEND_UTF8(up.mut(), "update", Metadata::kTombstones);
+    BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
     BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
     bson::Doc q = guardKeyFilter(t.meta, ns, id, version);
     BSON_APPEND_DOCUMENT(&stmt, "q", q.get());
-    BSON_APPEND_INT32(&stmt, "limit", 1);
+    bson_t u;
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+    BSON_APPEND_INT64(&u, kColdMarkField, mark.getValue());
+    BSON_APPEND_DATE_TIME(&u, "at", wallMillis());
+    bson_append_document_end(&stmt, &u);
     bson_append_document_end(&arr, &stmt);
-    bson_append_array_end(del.mut(), &arr);
-    appendMajority(del.mut());
-    BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
-    co_return (co_await t.fast.runOk(del.get())).getStatus();
+    bson_append_array_end(up.mut(), &arr);
+    appendMajority(up.mut());
+    BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+    co_return (co_await t.fast.runOk(up.get())).getStatus();
 }
 
-/// Takes X's guard: inserts it (majority, journaled), then checks that F(X)
-/// does not exist. The guard's version ({v: ObjectId}), or nullopt: X is in
-/// the fast tier (the guard is removed again), or its tombstone key is taken
-/// (a tombstone, or another guard: `existing` gets the latter).
+/// Takes X's guard: writes it (majority, journaled) where nothing or a mark
+/// holds X's tombstone key, then checks that F(X) does not exist. The guard's
+/// version ({v: ObjectId}), or nullopt: X is in the fast tier (the guard
+/// becomes a mark again), or its key is taken (a tombstone, or another guard:
+/// `existing` gets the latter).
 asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     Tiers& t, const std::string& ns, const Id& id, const bson_t* cmd, const bson_t* retryKey,
     std::optional<bson::Doc>* existing) {
@@ -139,17 +134,27 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     bson_oid_init(&oid, nullptr);
     bson::Doc version;
     BSON_APPEND_OID(version.mut(), "v", &oid);
+    // An upsert that replaces a mark; a tombstone or a guard (no mark) makes
+    // it insert X's key again: duplicate key.
     bson::Doc ins;
-    BSON_APPEND_UTF8(ins.mut(), "insert", Metadata::kTombstones);
-    bson_t arr, g;
-    BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
-    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &g);
-    t.meta.appendTombstoneKey(&g, "_id", ns, id);
+    BSON_APPEND_UTF8(ins.mut(), "update", Metadata::kTombstones);
+    bson_t arr, stmt, q, exists, g;
+    BSON_APPEND_ARRAY_BEGIN(ins.mut(), "updates", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+    t.meta.appendTombstoneKey(&q, "_id", ns, id);
+    BSON_APPEND_DOCUMENT_BEGIN(&q, kColdMarkField, &exists);
+    BSON_APPEND_BOOL(&exists, "$exists", true);
+    bson_append_document_end(&q, &exists);
+    bson_append_document_end(&stmt, &q);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &g);
     BSON_APPEND_OID(&g, kColdGuardField, &oid);
     BSON_APPEND_DATE_TIME(&g, "at", wallMillis());
     BSON_APPEND_DOCUMENT(&g, "cmd", cmd);
     if (retryKey) BSON_APPEND_DOCUMENT(&g, "retry", retryKey);
-    bson_append_document_end(&arr, &g);
+    bson_append_document_end(&stmt, &g);
+    BSON_APPEND_BOOL(&stmt, "upsert", true);
+    bson_append_document_end(&arr, &stmt);
     bson_append_array_end(ins.mut(), &arr);
     appendMajority(ins.mut());
     BSON_APPEND_UTF8(ins.mut(), "$db", t.meta.db.c_str());
@@ -169,7 +174,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     one.push_back(id.copy());
     auto present = co_await presentIn(t, ns, one);
     if (!present.isOK() || present.getValue()[0]) {
-        Status rel = co_await releaseGuard(t, ns, id, version.get(), nullptr, false);
+        Status rel = co_await releaseGuard(t, ns, id, version.get(), nullptr);
         if (!present.isOK()) co_return present.getStatus();
         if (!rel.isOK()) co_return rel;
         co_return Out{};
@@ -181,7 +186,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
 /// in its frame).
 asio::awaitable<void> releaseLater(Tiers& t, std::string ns, Id id, bson::Doc version,
                                    std::optional<bson::Doc> key) {
-    Status rel = co_await releaseGuard(t, ns, id, version.get(), key ? key->get() : nullptr, true);
+    Status rel = co_await releaseGuard(t, ns, id, version.get(), key ? key->get() : nullptr);
     if (!rel.isOK())
         log::warning(
             "tiering", 8210070, "Cold write done; its guard stays until another writer finishes it",
@@ -284,7 +289,7 @@ asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const b
     bool hasRetry = bson::subDocument(guard, "retry", &retry) && ranStatement(r.getValue().get());
     log::info("tiering", 8210071, "Finished a cold write another writer left",
               fmt::format(R"({{"ns":{}}})", log::quote(ns)));
-    co_return co_await releaseGuard(t, ns, id, version.get(), hasRetry ? &retry : nullptr, true);
+    co_return co_await releaseGuard(t, ns, id, version.get(), hasRetry ? &retry : nullptr);
 }
 
 }  // namespace halo::tiering

@@ -9,7 +9,8 @@
 // promotions wait for (they write the same key), reads and the feeder ignore
 // (it is no delete), and which any proxy can finish if its writer died: `cmd`
 // is the archive command with a session and txnNumber, so running it again is
-// a retry the archive answers without running it twice.
+// a retry the archive answers without running it twice. Once the write is
+// done the guard becomes a mark (kColdMarkField).
 #include <asio.hpp>
 #include <optional>
 #include <string>
@@ -32,6 +33,12 @@ std::optional<Id> coldTarget(std::string_view kind, const bson_t* stmt, const Co
 
 /// The guard's field that marks it (tombstonedIn and the feeder skip it).
 inline constexpr const char* kColdGuardField = "cold";
+/// What a guard becomes once its write is done: {_id: {ns, id}, mark: <n>, at},
+/// n from countColdWrite. A promotion that counted fewer cold writes before it
+/// read the archive may hold X's old version, and its guard meets the mark; a
+/// later cold write replaces it. The evictor sweeps marks after
+/// kColdMarkLifetimeMillis. Neither a tombstone nor a guard.
+inline constexpr const char* kColdMarkField = "mark";
 
 /// Runs `archiveCmd` (a write naming X, with `lsid`, `txnNumber` and a write
 /// concern) in the archive if X lives only there: takes X's guard, runs the

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "tiering/cold_write.h"
 #include "tiering/worker_context.h"
 
 namespace halo::tiering::workers {
@@ -33,6 +34,7 @@ class Evictor {
             for (const auto& p : ctx_.cfg.collections) {
                 if (!st.isOK() || !ctx_.leading(gen_)) break;
                 st = co_await pass(p);
+                if (st.isOK()) st = co_await sweepColdMarks(p.ns);
                 if (!st.isOK() && ctx_.leading(gen_)) flog.failed(st, step_, p.ns);
             }
             if (st.isOK()) flog.succeeded();
@@ -62,6 +64,40 @@ class Evictor {
             persisted_[p.ns] = {prog->evicted.load(), prog->evictBacklog.load()};
         }
         co_return Status::OK();
+    }
+
+    /// Removes the marks of cold writes finished more than
+    /// kColdMarkLifetimeMillis ago (cold_write.h), at most every few seconds:
+    /// a promotion commits within kPromotionDeadline of reading its counts, so
+    /// none that could hold an older version of a mark's document is left.
+    asio::awaitable<Status> sweepColdMarks(const std::string& ns) {
+        const auto now = std::chrono::steady_clock::now();
+        auto& last = lastSweep_[ns];
+        if (last.time_since_epoch().count() != 0 && now - last < kSweepInterval)
+            co_return Status::OK();
+        last = now;
+        step_ = "sweep cold-write marks";
+        Tiers& t = ctx_.tiers;
+        bson::Doc del;
+        BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+        bson_t arr, stmt, q, exists, lt;
+        BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+        BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+        BSON_APPEND_UTF8(&q, "_id.ns", ns.c_str());
+        BSON_APPEND_DOCUMENT_BEGIN(&q, kColdMarkField, &exists);
+        BSON_APPEND_BOOL(&exists, "$exists", true);
+        bson_append_document_end(&q, &exists);
+        BSON_APPEND_DOCUMENT_BEGIN(&q, "at", &lt);
+        BSON_APPEND_DATE_TIME(&lt, "$lt", nowMillis() - kColdMarkLifetimeMillis);
+        bson_append_document_end(&q, &lt);
+        bson_append_document_end(&stmt, &q);
+        BSON_APPEND_INT32(&stmt, "limit", 0);
+        bson_append_document_end(&arr, &stmt);
+        bson_append_array_end(del.mut(), &arr);
+        appendMajority(del.mut());
+        BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+        co_return (co_await t.fast.runOk(del.get())).getStatus();
     }
 
     /// {ageField: {$lt: cutoff}}
@@ -377,7 +413,10 @@ class Evictor {
 
     WorkerContext& ctx_;
     const uint64_t gen_;
+    static constexpr std::chrono::seconds kSweepInterval{5};
+
     std::map<std::string, Persisted> persisted_;
+    std::map<std::string, std::chrono::steady_clock::time_point> lastSweep_;
     const char* step_ = "start";
 };
 

@@ -395,9 +395,11 @@ class Feeder {
         for (auto& d : tombs.getValue()) {
             std::string tns;
             Id id;
-            // A cold write's guard is no delete: the archive holds X (cold_write.h).
+            // A cold write's guard or mark is no delete: the archive holds X (cold_write.h).
             bson_iter_t guard;
-            if (bson_iter_init_find(&guard, d.get(), kColdGuardField)) continue;
+            if (bson_iter_init_find(&guard, d.get(), kColdGuardField) ||
+                bson_iter_init_find(&guard, d.get(), kColdMarkField))
+                continue;
             if (tombstoneTarget(d.get(), &tns, &id) && tns == ns) dead.emplace(idKey(id), &d);
         }
         std::vector<const bson::Doc*> upserts;

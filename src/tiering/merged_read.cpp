@@ -226,7 +226,8 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, cons
         if (!complete) co_return fallback();
         auto e2 = co_await readEpoch(t, ns);
         if (!e2.isOK()) co_return e2.getStatus();
-        if (e2.getValue() != e1.getValue()) continue;  // a document left the fast tier: again
+        if (e2.getValue().departures != e1.getValue().departures)
+            continue;  // a document left the fast tier: again
 
         std::vector<bson::Doc> merged;
         merged.reserve(fast.getValue().size() + movedUp.size() + fromArchive.size());

@@ -53,16 +53,27 @@ void appendIdIn(bson_t* out, const char* key, const std::vector<Id>& ids) {
     bson_append_document_end(out, &f);
 }
 
-void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
-                       const std::vector<Id>& ids) {
-    bson_t f, in, arr;
-    bson_append_document_begin(out, key, -1, &f);
-    bson_append_document_begin(&f, "_id", 3, &in);
+namespace {
+
+/// Appends _id: {$in: [the tombstone keys of ids]} to an open filter.
+void appendTombstoneKeys(bson_t* f, const Metadata& meta, const std::string& ns,
+                         const std::vector<Id>& ids) {
+    bson_t in, arr;
+    bson_append_document_begin(f, "_id", 3, &in);
     bson_append_array_begin(&in, "$in", 3, &arr);
     ArrayKey k;
     for (size_t i = 0; i < ids.size(); ++i) meta.appendTombstoneKey(&arr, k(i), ns, ids[i]);
     bson_append_array_end(&in, &arr);
-    bson_append_document_end(&f, &in);
+    bson_append_document_end(f, &in);
+}
+
+}  // namespace
+
+void appendTombstoneIn(bson_t* out, const char* key, const Metadata& meta, const std::string& ns,
+                       const std::vector<Id>& ids) {
+    bson_t f;
+    bson_append_document_begin(out, key, -1, &f);
+    appendTombstoneKeys(&f, meta, ns, ids);
     bson_append_document_end(out, &f);
 }
 
@@ -129,20 +140,35 @@ std::string epochId(const std::string& ns) {
     return "epoch:" + ns;
 }
 
-int64_t epochFrom(const std::vector<bson::Doc>& docs) {
-    if (docs.empty()) return 0;
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, docs[0].get(), "n") && BSON_ITER_HOLDS_NUMBER(&it))
-        return bson_iter_as_int64(&it);
+/// Where cold writes are counted: each finished one takes the next number
+/// for its mark (cold_write.h).
+std::string coldCountId(const std::string& ns) {
+    return "cold:" + ns;
+}
+
+/// Field `n` of the state document `id` among `docs` (0 when absent).
+int64_t counterFrom(const std::vector<bson::Doc>& docs, const std::string& id) {
+    for (const auto& d : docs) {
+        bson_iter_t it;
+        if (bson::stringField(d.get(), "_id") != id) continue;
+        if (bson_iter_init_find(&it, d.get(), "n") && BSON_ITER_HOLDS_NUMBER(&it))
+            return bson_iter_as_int64(&it);
+    }
     return 0;
 }
 
-bson::Doc epochFind(const Metadata& meta, const std::string& ns) {
+/// A find of the state documents `ids`.
+bson::Doc stateFind(const Metadata& meta, const std::vector<std::string>& ids) {
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", Metadata::kState);
-    bson_t f;
+    bson_t f, in, arr;
     BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
-    BSON_APPEND_UTF8(&f, "_id", epochId(ns).c_str());
+    BSON_APPEND_DOCUMENT_BEGIN(&f, "_id", &in);
+    BSON_APPEND_ARRAY_BEGIN(&in, "$in", &arr);
+    ArrayKey key;
+    for (size_t i = 0; i < ids.size(); ++i) BSON_APPEND_UTF8(&arr, key(i), ids[i].c_str());
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&f, &in);
     bson_append_document_end(c.mut(), &f);
     BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
     return c;
@@ -150,11 +176,39 @@ bson::Doc epochFind(const Metadata& meta, const std::string& ns) {
 
 }  // namespace
 
-asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns) {
-    bson::Doc c = epochFind(t.meta, ns);
+asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns) {
+    Epoch e;
+    e.readAt = std::chrono::steady_clock::now();
+    bson::Doc c = stateFind(t.meta, {epochId(ns), coldCountId(ns)});
     auto r = co_await t.fast.collect(c.get());
     if (!r.isOK()) co_return r.getStatus();
-    co_return epochFrom(r.getValue());
+    e.departures = counterFrom(r.getValue(), epochId(ns));
+    e.cold = counterFrom(r.getValue(), coldCountId(ns));
+    co_return e;
+}
+
+asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string& ns) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "findAndModify", Metadata::kState);
+    bson_t q, u, inc;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "query", &q);
+    BSON_APPEND_UTF8(&q, "_id", coldCountId(ns).c_str());
+    bson_append_document_end(c.mut(), &q);
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "update", &u);
+    BSON_APPEND_DOCUMENT_BEGIN(&u, "$inc", &inc);
+    BSON_APPEND_INT64(&inc, "n", 1);
+    bson_append_document_end(&u, &inc);
+    bson_append_document_end(c.mut(), &u);
+    BSON_APPEND_BOOL(c.mut(), "upsert", true);
+    BSON_APPEND_BOOL(c.mut(), "new", true);
+    appendMajority(c.mut());
+    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+    auto r = co_await t.fast.runOk(c.get());
+    if (!r.isOK()) co_return r.getStatus();
+    bson_iter_t it;
+    if (!bson::findDotted(r.getValue().get(), "value.n", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
+        co_return Status(ErrorCode::InternalError, "halocline: no cold-write count in the reply");
+    co_return bson_iter_as_int64(&it);
 }
 
 /// Which of `ids` have a document in the fast tier's `ns`.
@@ -196,6 +250,7 @@ asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns
     KeyStates out;
     out.dead.resize(ids.size());
     out.guarded.resize(ids.size());
+    out.marks.resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
         auto h = held.find(idKey(ids[i]));
         if (h == held.end()) continue;
@@ -204,6 +259,8 @@ asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns
         if (bson_iter_init_find(&it, d.get(), kColdGuardField)) {
             out.guarded[i] = true;
             out.guards.push_back(d.copy());
+        } else if (bson_iter_init_find(&it, d.get(), kColdMarkField)) {
+            out.marks[i] = bson_iter_as_int64(&it);
         } else {
             out.dead[i] = true;
         }
@@ -229,14 +286,16 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
     out.present = std::move(present.getValue());
     out.tombstoned = std::move(k.getValue().dead);
     out.guarded = std::move(k.getValue().guarded);
+    out.marks = std::move(k.getValue().marks);
     co_return out;
 }
 
 namespace {
 
 /// One promotion transaction over `docs` (CONSISTENCY.md, Promotion).
-asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoch,
-                                   const std::vector<const bson::Doc*>& docs, bool bypass) {
+asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, const Epoch& epoch,
+                                   const std::vector<const bson::Doc*>& docs, bool bypass,
+                                   bool clearMarks) {
     auto [db, coll] = splitNs(ns);
     auto lease = t.fastSessions.take();
     Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
@@ -247,20 +306,45 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
         if (idOf(d->get(), &id)) ids.push_back(std::move(id));
     }
     do {
-        bson::Doc ef = epochFind(t.meta, ns);
+        bson::Doc ef = stateFind(t.meta, {epochId(ns)});
         auto er = co_await collectWith([&txn](const bson_t* c) { return txn.run(c); }, ef.get());
         if (!er.isOK()) {
             st = er.getStatus();
             break;
         }
-        if (epochFrom(er.getValue()) != epoch) {
+        if (counterFrom(er.getValue(), epochId(ns)) != epoch.departures) {
             st = Status(ErrorCode::WriteConflict, "departure epoch moved during promotion");
             break;
+        }
+        bson_t arr;
+        if (clearMarks) {
+            // Marks of cold writes counted before the epoch was read: those
+            // writes were in the archive before we read it (CONSISTENCY.md,
+            // Cold writes). A newer mark stays, and our guard meets it.
+            bson::Doc del;
+            BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+            BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+            bson_t stmt, q, lte;
+            BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+            BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+            appendTombstoneKeys(&q, t.meta, ns, ids);
+            BSON_APPEND_DOCUMENT_BEGIN(&q, kColdMarkField, &lte);
+            BSON_APPEND_INT64(&lte, "$lte", epoch.cold);
+            bson_append_document_end(&q, &lte);
+            bson_append_document_end(&stmt, &q);
+            BSON_APPEND_INT32(&stmt, "limit", 0);
+            bson_append_document_end(&arr, &stmt);
+            bson_append_array_end(del.mut(), &arr);
+            BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+            auto dr = co_await txn.run(del.get());
+            if (!dr.isOK()) {
+                st = dr.getStatus();
+                break;
+            }
         }
         // Guards: write every tombstone key, so a concurrent delete conflicts with us.
         bson::Doc guards;
         BSON_APPEND_UTF8(guards.mut(), "insert", Metadata::kTombstones);
-        bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(guards.mut(), "documents", &arr);
         ArrayKey key;
         for (size_t i = 0; i < ids.size(); ++i) {
@@ -306,6 +390,11 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
             st = dr.getStatus();
             break;
         }
+        if (std::chrono::steady_clock::now() - epoch.readAt > kPromotionDeadline) {
+            // Marks this old may be swept: ours might be gone (Cold writes).
+            st = Status(ErrorCode::WriteConflict, "promotion took too long; read again");
+            break;
+        }
         auto cr = co_await txn.commit();
         st = cr.getStatus();
     } while (false);
@@ -319,22 +408,24 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, int64_t epoc
 /// archive's validationLevel let through), so a copy the fast tier refuses
 /// (121) is made again with bypassDocumentValidation. Only then: the proxy's
 /// tier user needs that privilege only where a validator refuses a copy.
-asio::awaitable<Status> promoteCopy(Tiers& t, const std::string& ns, int64_t epoch,
-                                    const std::vector<const bson::Doc*>& docs) {
-    Status st = co_await promoteTxn(t, ns, epoch, docs, false);
+asio::awaitable<Status> promoteCopy(Tiers& t, const std::string& ns, const Epoch& epoch,
+                                    const std::vector<const bson::Doc*>& docs, bool clearMarks) {
+    Status st = co_await promoteTxn(t, ns, epoch, docs, false, clearMarks);
     if (st.code() == ErrorCode::DocumentValidationFailure)
-        st = co_await promoteTxn(t, ns, epoch, docs, true);
+        st = co_await promoteTxn(t, ns, epoch, docs, true, clearMarks);
     co_return st;
 }
 
 }  // namespace
 
-asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns, int64_t epoch,
-                                                 const std::vector<bson::Doc>& docs) {
+asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns,
+                                                 const Epoch& epoch,
+                                                 const std::vector<bson::Doc>& docs,
+                                                 bool clearMarks) {
     if (docs.empty()) co_return int64_t{0};
     std::vector<const bson::Doc*> all;
     for (auto& d : docs) all.push_back(&d);
-    Status st = co_await promoteCopy(t, ns, epoch, all);
+    Status st = co_await promoteCopy(t, ns, epoch, all, clearMarks);
     if (st.isOK()) co_return static_cast<int64_t>(docs.size());
     if (st.code() != ErrorCode::DuplicateKey) co_return st;
     // Some are in the fast tier already or tombstoned (a client wrote them
@@ -352,12 +443,17 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
             if (g)  // a cold write runs in the archive: copy up after it (callers retry)
                 co_return coldWriteRunning();
         std::vector<const bson::Doc*> rest;
-        for (size_t i = 0; i < all.size(); ++i)
-            if (!known.getValue().present[i] && !known.getValue().tombstoned[i])
-                rest.push_back(all[i]);
+        for (size_t i = 0; i < all.size(); ++i) {
+            if (known.getValue().present[i] || known.getValue().tombstoned[i]) continue;
+            if (known.getValue().marks[i] > epoch.cold)  // perhaps after our archive read
+                co_return Status(ErrorCode::WriteConflict,
+                                 "halocline: a cold write changed a document during promotion");
+            rest.push_back(all[i]);
+        }
         if (rest.empty()) co_return int64_t{0};
         all = std::move(rest);
-        st = co_await promoteCopy(t, ns, epoch, all);
+        clearMarks = true;
+        st = co_await promoteCopy(t, ns, epoch, all, clearMarks);
         if (st.isOK()) co_return static_cast<int64_t>(all.size());
         if (st.code() != ErrorCode::DuplicateKey) co_return st;
     }
@@ -365,7 +461,7 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
     int64_t n = 0;
     for (auto* d : all) {
         std::vector<const bson::Doc*> single(1, d);
-        Status one = co_await promoteCopy(t, ns, epoch, single);
+        Status one = co_await promoteCopy(t, ns, epoch, single, clearMarks);
         if (one.isOK())
             ++n;
         else if (one.code() != ErrorCode::DuplicateKey)
@@ -414,8 +510,12 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
             continue;
         }
         std::vector<Id> rest;
-        for (size_t i = 0; i < absent.size(); ++i)
-            if (!keys.getValue().dead[i]) rest.push_back(std::move(absent[i]));
+        bool marked = false;  // marks seen before the epoch read are counted in it
+        for (size_t i = 0; i < absent.size(); ++i) {
+            if (keys.getValue().dead[i]) continue;
+            marked = marked || keys.getValue().marks[i] > 0;
+            rest.push_back(std::move(absent[i]));
+        }
         if (rest.empty()) co_return int64_t{0};
         auto epoch = co_await readEpoch(t, ns);
         if (!epoch.isOK()) co_return epoch.getStatus();
@@ -427,7 +527,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         auto docs = co_await t.archive.collect(c.get());
         if (!docs.isOK()) co_return docs.getStatus();
         if (docs.getValue().empty()) co_return int64_t{0};
-        auto r = co_await promoteDocs(t, ns, epoch.getValue(), docs.getValue());
+        auto r = co_await promoteDocs(t, ns, epoch.getValue(), docs.getValue(), marked);
         if (r.isOK()) co_return r;
         last = r.getStatus();
         if (!isTransient(last)) co_return last;

@@ -4,6 +4,7 @@
 // from the archive without ever resurrecting or regressing one), and deletes
 // that leave tombstones. Everything here is standard MongoDB commands.
 #include <asio.hpp>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -73,15 +74,32 @@ bool truthy(const bson_t* d, const char* k);
 /// Appends {w: "majority", j: true}.
 void appendMajority(bson_t* cmd);
 
-/// Reads the departure epoch of `ns` (0 when never bumped).
-asio::awaitable<StatusWith<int64_t>> readEpoch(Tiers& t, const std::string& ns);
+/// What a promotion reads before it reads the archive (CONSISTENCY.md,
+/// Promotion): the departure epoch of `ns` (evictions and tombstone removals),
+/// the number of cold writes finished on `ns` (each leaves a mark with its
+/// number under its document's tombstone key), and when it read them: a
+/// promotion must commit within kPromotionDeadline of `readAt`, so marks older
+/// than kColdMarkLifetimeMillis can be swept.
+struct Epoch {
+    int64_t departures = 0;
+    int64_t cold = 0;
+    std::chrono::steady_clock::time_point readAt;
+};
+asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns);
+inline constexpr std::chrono::seconds kPromotionDeadline{30};
+inline constexpr int64_t kColdMarkLifetimeMillis = 60'000;
+/// Counts a finished cold write on `ns` (majority, journaled): the number its
+/// mark gets, greater than every `Epoch::cold` read before.
+asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string& ns);
 
 /// Of `ids`, the ones present in the fast tier's `ns`, the ones tombstoned,
-/// and the ones a cold write holds (cold_write.h: a guard, no tombstone).
+/// the ones a cold write holds (cold_write.h: a guard, no tombstone), and the
+/// number of the last cold write finished on each (its mark; 0: none).
 struct FastPresence {
     std::vector<bool> present;
     std::vector<bool> tombstoned;
     std::vector<bool> guarded;
+    std::vector<int64_t> marks;
 };
 asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::string& ns,
                                                        const std::vector<Id>& ids);
@@ -89,10 +107,12 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
 asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
                                                          const std::vector<Id>& ids);
 /// What holds each id's tombstone key: a tombstone, a cold write's guard
-/// (kept whole, for finishColdGuard), or nothing.
+/// (kept whole, for finishColdGuard), a finished cold write's mark (its
+/// number), or nothing.
 struct KeyStates {
     std::vector<bool> dead;
     std::vector<bool> guarded;
+    std::vector<int64_t> marks;
     std::vector<bson::Doc> guards;
 };
 asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
@@ -110,9 +130,13 @@ asio::awaitable<StatusWith<int64_t>> promoteIds(Tiers& t, const std::string& ns,
 asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string& ns,
                                                      const bson_t* filter);
 /// Promotes documents already read from the archive after `epoch` was read
-/// (the warmer's batched path). Returns the number copied up.
-asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns, int64_t epoch,
-                                                 const std::vector<bson::Doc>& docs);
+/// (the warmer's batched path). Returns the number copied up. `clearMarks`:
+/// some ids may carry cold-write marks numbered at most epoch.cold, which the
+/// promotion replaces (without it, a mark costs one failed transaction).
+asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns,
+                                                 const Epoch& epoch,
+                                                 const std::vector<bson::Doc>& docs,
+                                                 bool clearMarks = false);
 
 /// CONSISTENCY.md, Pins: ids a write is about to touch that the evictor must
 /// leave alone until unpin(). prepareWrite pins every id that may be evicted

@@ -198,7 +198,8 @@ class Warmer {
                                 code == ErrorCode::NoSuchTransaction ||
                                 n.getStatus().codeNumber() == 244;  // TransactionAborted
                 if (!conflict) co_return n.getStatus();
-                // The epoch moved (an eviction or a tombstone removal raced us):
+                // The epoch moved (an eviction or a tombstone removal raced us) or
+                // a cold write finished on a document of the batch:
                 // re-read the epoch and the batch; shrink it if this keeps happening.
                 if (++conflicts_ >= 3) batchSize_ = std::max(1, limit / 2);
                 co_await ctx_.sleep(milliseconds(10 * std::min(conflicts_, 20)));

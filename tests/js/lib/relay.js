@@ -2,10 +2,12 @@
 // A TCP relay between a client and a server that forwards whole wire frames and records the
 // header of each in both directions (opCode, and for OP_COMPRESSED the original opcode and
 // compressor id). Bytes are forwarded untouched. Used to prove that compression was really
-// negotiated, and to inject one fault real networks produce: the server executed a command
-// but its reply never reached the client (the connection broke in between).
+// negotiated, and to inject faults real networks produce: the server executed a command
+// but its reply never reached the client (the connection broke in between), or reached
+// it late (held until the test lets it go).
 
 const net = require('node:net');
+const { BSON } = require('bson');
 
 const COMPRESSOR_NAMES = { 0: 'noop', 1: 'snappy', 2: 'zlib', 3: 'zstd' };
 const OP_MSG = 2013;
@@ -16,6 +18,16 @@ function commandName(frame) {
   if (frame.readInt32LE(12) !== OP_MSG || frame.length < 27 || frame[20] !== 0) return null;
   const end = frame.indexOf(0, 26);
   return end < 0 ? null : frame.toString('utf8', 26, end);
+}
+
+/** The body of an uncompressed OP_MSG request as an object, else null. */
+function commandBody(frame) {
+  if (frame.readInt32LE(12) !== OP_MSG || frame.length < 26 || frame[20] !== 0) return null;
+  try {
+    return BSON.deserialize(frame.subarray(21, 21 + frame.readInt32LE(21)));
+  } catch {
+    return null;
+  }
 }
 
 /** Calls onFrame(frame) for each whole frame in the byte stream fed to the returned function. */
@@ -38,7 +50,8 @@ function frameSplitter(onFrame, onGarbage) {
 }
 
 /**
- * Starts a relay to 127.0.0.1:targetPort. Resolves {port, frames, dropReplyOnce(name), dropped, close()}.
+ * Starts a relay to 127.0.0.1:targetPort. Resolves {port, frames, dropReplyOnce(name),
+ * holdReplyOnce(name), dropped, close()}.
  * dropReplyOnce(name): the next reply to a `name` command is not forwarded; the relay closes
  * that connection instead (the server ran the command, the client sees the connection fail).
  * Resolves when that has happened.
@@ -73,7 +86,7 @@ function startRelay(targetPort) {
         (f) => {
           record('c2s', f);
           const name = commandName(f);
-          if (name) requests.set(f.readInt32LE(4), name);
+          if (name) requests.set(f.readInt32LE(4), { name, frame: f });
           upstream.write(f);
         },
         (rest) => upstream.write(rest),
@@ -84,11 +97,17 @@ function startRelay(targetPort) {
       frameSplitter(
         (f) => {
           record('s2c', f);
-          const name = requests.get(f.readInt32LE(8));
+          const req = requests.get(f.readInt32LE(8));
           requests.delete(f.readInt32LE(8));
-          const i = armed.findIndex((a) => a.name === name);
+          const name = req && req.name;
+          const i = armed.findIndex((a) => a.name === name && (!a.match || a.match(commandBody(req.frame))));
           if (i >= 0) {
             const [a] = armed.splice(i, 1);
+            if (a.hold) {
+              // Held: the server has run the command; the client waits for its reply.
+              a.hold(() => client.write(f));
+              return;
+            }
             relay.dropped.push(name);
             done();
             a.resolve();
@@ -105,6 +124,33 @@ function startRelay(targetPort) {
     upstream.on('error', done);
   });
   relay.dropReplyOnce = (name) => new Promise((resolve) => armed.push({ name, resolve }));
+  /**
+   * holdReplyOnce(name, match): the next reply to a `name` command whose body satisfies
+   * match(body) is kept until release() is called. `arrived` resolves when the server has
+   * answered (so it ran the command).
+   */
+  relay.holdReplyOnce = (name, match) => {
+    let send = null;
+    let released = false;
+    let arrivedResolve;
+    const arrived = new Promise((r) => (arrivedResolve = r));
+    armed.push({
+      name,
+      match,
+      hold: (write) => {
+        send = write;
+        if (released) write();
+        arrivedResolve();
+      },
+    });
+    return {
+      arrived,
+      release: () => {
+        released = true;
+        if (send) send();
+      },
+    };
+  };
   relay.close = () =>
     new Promise((r) => {
       for (const s of sockets) s.destroy();

@@ -789,21 +789,36 @@ class Tiered {
   }
 
   /** Tombstones for `ns` in the fast tier's metadata. */
+  /** The tombstones of `ns` in the fast tier (not cold writes' guards or marks). */
   async tombstones(ns) {
     const c = await this.directClient('fast');
-    return c.db(this.metadataDatabase).collection('tombstones').find({ '_id.ns': ns }).toArray();
+    return c
+      .db(this.metadataDatabase)
+      .collection('tombstones')
+      .find({ '_id.ns': ns, cold: { $exists: false }, mark: { $exists: false } })
+      .toArray();
+  }
+
+  /** Cold writes' guards ('cold') or marks ('mark') on `ns` (CONSISTENCY.md, Cold writes). */
+  async coldKeys(ns, kind) {
+    const c = await this.directClient('fast');
+    return c
+      .db(this.metadataDatabase)
+      .collection('tombstones')
+      .find({ '_id.ns': ns, [kind]: { $exists: true } })
+      .toArray();
   }
 
   /**
    * Waits until no cold write's guard on `ns` is left (CONSISTENCY.md, Cold writes: a
-   * guard is removed just after its write's reply), so tombstones() shows tombstones only.
+   * guard becomes a mark just after its write's reply).
    */
   async waitGuardsGone(ns = this.namespaces[0], { timeoutMs = DEFAULT_WAIT_MS } = {}) {
     let left;
     return waitUntil(
       `the cold writes' guards on ${ns} to be removed`,
       async () => {
-        left = (await this.tombstones(ns)).filter((d) => d.cold !== undefined);
+        left = await this.coldKeys(ns, 'cold');
         return left.length === 0;
       },
       { timeoutMs, abortIf: () => this.crashError(), detail: () => show(left) },

@@ -42,10 +42,17 @@ async function coldWrites() {
   return (await t.status()).coll(NS).routing.cold;
 }
 
-/** The guards go (removed after the replies), and no tombstone is left. */
+/** The guards go (they become marks after the replies), and no tombstone is left. */
 async function noGuardsLeft() {
   await t.waitGuardsGone(NS);
   assert.deepEqual(await t.tombstones(NS), []);
+}
+
+/** The marks finished cold writes left on `ids`, as {id: number}. */
+async function marksOn(ids) {
+  const out = {};
+  for (const m of await t.coldKeys(NS, 'mark')) if (ids.includes(m._id.id)) out[m._id.id] = Number(m.mark);
+  return out;
 }
 
 async function raw() {
@@ -77,11 +84,23 @@ test('update, findAndModify and delete of archive-only documents run in the arch
   assert.deepEqual([none.matchedCount, none.modifiedCount], [0, 0]);
   assert.equal(await archive.findOne({ _id: 123456 }), null);
 
-  // Nothing was copied up, each write was counted, and the guards (removed after the
+  // Nothing was copied up, each write was counted, and the guards (marks after the
   // replies) go; no tombstone is left.
   assert.deepEqual(await fast.find({ _id: { $in: [1, 2, 3, 4, 123456] } }).toArray(), []);
   assert.equal(await coldWrites(), before + 5);
   await noGuardsLeft();
+  const marks = await marksOn([1, 2, 3, 4, 123456]);
+  assert.deepEqual(Object.keys(marks).sort(), ['1', '123456', '2', '3', '4'], show(marks));
+
+  // A document written cold before is written cold again: its guard replaces the mark,
+  // and the new mark is numbered after the old one.
+  await orders.updateOne({ _id: 1 }, { $inc: { n: 1 } });
+  assert.equal((await archive.findOne({ _id: 1 })).n, 7);
+  assert.equal(await fast.findOne({ _id: 1 }), null);
+  assert.equal(await coldWrites(), before + 6);
+  await noGuardsLeft();
+  const again = await marksOn([1]);
+  assert.ok(again[1] > Math.max(...Object.values(marks)), show({ marks, again }));
 });
 
 test('writes that change the age field, upsert, replace or name no single _id still copy the document up', async () => {
@@ -173,6 +192,8 @@ test('a guard whose writer died is finished by the next writer, whether or not i
   assert.equal((await fast.findOne({ _id: 30 })).n, 1030);
   assert.equal((await fast.findOne({ _id: 31 })).n, 1031);
   await noGuardsLeft();
+  // The finished guards became marks, which the promotions then replaced.
+  assert.deepEqual(await marksOn([30, 31]), {});
 });
 
 test('a live guard keeps the document out of the fast tier; reads and the feeder treat it as no delete', async () => {
