@@ -91,8 +91,17 @@ struct WorkerContext {
     RecentWrites recentWrites;
 
     /// Whether a session started for acquisition `g` may take another step.
-    bool leading(uint64_t g) const {
-        return !stopping.load() && leader && gen == g && Clock::now() < workUntil;
+    /// Once the work window has closed the acquisition is over for every
+    /// session (leader turns false here, on the strand): a renewal after that
+    /// starts a new one with all sessions anew. Otherwise a session that saw
+    /// the window closed (this process was paused longer than half the lease)
+    /// would end while a timely renewal kept the others, and the old
+    /// acquisition, going without it.
+    bool leading(uint64_t g) {
+        if (stopping.load() || !leader || gen != g) return false;
+        if (Clock::now() < workUntil) return true;
+        leader = false;
+        return false;
     }
     /// Waits `d` on the strand (returns early when stop() is called).
     asio::awaitable<void> sleep(std::chrono::milliseconds d);

@@ -88,3 +88,29 @@ test('two proxies: one connection string, one worker leader, takeover when it di
     await c.close();
   }
 });
+
+test('a leader paused longer than half its lease (SIGSTOP) runs its workers again once it resumes', async () => {
+  // A process frozen by the host (a VM pause, a debugger, SIGSTOP) comes back to a work
+  // window that closed while it slept. Its first renewal succeeds (no other proxy took
+  // the lease), and every worker, the feeder included, must run again.
+  const p = await startTiered({ horizon: '1h', workers: { lease: LEASE } });
+  try {
+    const orders = (await p.client()).db('shop').collection('orders');
+    const archive = (await p.directClient('archive')).db('shop').collection('orders');
+    await waitUntil('the proxy leads', async () => (await role(p.proxy)) === 'leader', { timeoutMs: 30_000 });
+    for (let round = 0; round < 3; round++) {
+      await orders.insertOne({ _id: `before-${round}`, date: new Date(), v: round });
+      await p.waitFeederCaughtUp();
+      // The fault: frozen for 1.5x the lease, well past the 1 s work window.
+      process.kill(p.proxy.proc.pid, 'SIGSTOP');
+      await new Promise((r) => setTimeout(r, 3000));
+      process.kill(p.proxy.proc.pid, 'SIGCONT');
+      await orders.insertOne({ _id: `after-${round}`, date: new Date(), v: round });
+      await waitUntil(`round ${round}: the write after the pause reaches the archive`, async () =>
+        archive.findOne({ _id: `after-${round}` }), { timeoutMs: 20_000 });
+    }
+    assert.equal((await role(p.proxy)), 'leader');
+  } finally {
+    await p.cleanup();
+  }
+});
