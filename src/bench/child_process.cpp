@@ -205,10 +205,19 @@ bool ChildProcess::running() {
     return pid_ > 0 && !reap(false);
 }
 
+void ChildProcess::pause() {
+    if (running()) ::kill(pid_, SIGSTOP);
+}
+
+void ChildProcess::resume() {
+    if (running()) ::kill(pid_, SIGCONT);
+}
+
 Status ChildProcess::stop(std::chrono::milliseconds timeout) {
     Status result = Status::OK();
     if (running()) {
         ::kill(pid_, SIGTERM);
+        ::kill(pid_, SIGCONT);  // a paused child would keep SIGTERM pending
         auto deadline = std::chrono::steady_clock::now() + timeout;
         while (!reap(false) && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling waitpid

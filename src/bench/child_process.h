@@ -50,6 +50,10 @@ class ChildProcess {
     /// SIGTERM, then SIGKILL after `timeout`. OK if it exited with status 0 on SIGTERM.
     Status stop(std::chrono::milliseconds timeout = std::chrono::seconds(60));
     bool running();
+    /// SIGSTOP / SIGCONT: the side not being measured is paused, as if it ran on
+    /// machines of its own (stop() resumes a paused child first).
+    void pause();
+    void resume();
     pid_t pid() const { return pid_; }
     const std::string& name() const { return opts_.name; }
     /// The last lines of its output.

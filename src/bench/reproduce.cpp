@@ -616,8 +616,13 @@ StatusWith<Measured> Reproduction::measure(const std::string& scenario, const st
     };
     ro.onMeasureStart = [&] { sample(&cost0, &routed0); };
     ro.onMeasureEnd = [&] { sample(&cost1, &routed1); };
+    // The other side is paused meanwhile: its background work (a store's
+    // checkpoints and cache eviction after its own run, the proxy's workers)
+    // would take CPU from this one, which on separate machines it would not.
+    for (auto* p : idle) p->pause();
     auto t0 = Clock::now();
     auto r = halo::bench::run(spec, ro);
+    for (auto* p : idle) p->resume();
     if (!r.isOK()) return r.getStatus();
     Measured m;
     m.scenario = scenario;
