@@ -8,6 +8,7 @@
 #include <set>
 #include <span>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "net/tls.h"
 #include "store/query/matcher.h"
@@ -714,6 +715,12 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     if (!bson_iter_init(&first, cmd) || !bson_iter_next(&first))
         co_return errorDoc(Status(ErrorCode::Location40571, "empty command"));
     std::string name = bson_iter_key(&first);
+    if (!bson_utf8_validate(db.data(), db.size(), false))
+        // As the store and mongod refuse it: it would come back in namespaces and messages.
+        co_return errorDoc(Status(ErrorCode::InvalidNamespace,
+                                  fmt::format("Invalid database name: '{}': names must be valid "
+                                              "UTF-8",
+                                              bson::printableUtf8(db))));
     if (name == "hello" || name == "isMaster" || name == "ismaster") {
         bson::Doc d = hello(cmd);
         co_await auth_.appendToHello(cmd, d.mut());
