@@ -1342,6 +1342,8 @@ const CommandRule* findRule(std::string_view name) {
          {"haloclineStatus", kAuth, kAnyDb, clusterAction<Action::kServerStatus>}},
         {"haloclineExplain",
          {"haloclineExplain", kAuth, kAnyDb, clusterAction<Action::kServerStatus>}},
+        {"haloclinePauseFeeder",
+         {"haloclinePauseFeeder", kAuth, kAdmin, clusterAction<Action::kSetParameter>}},
         // Users and roles
         {"createUser", {"createUser", kAuth, kAnyDb, checkCreateUser}},
         {"updateUser", {"updateUser", kAuth, kAnyDb, checkUpdateUser}},

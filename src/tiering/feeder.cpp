@@ -23,9 +23,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr int64_t kAwaitMillis = 300;     // getMore wait when the stream is idle
-constexpr int64_t kShortAwaitMillis = 5;  // ... when the last batch ended on an event
-constexpr size_t kIdsPerLookup = 500;     // ids per find {_id: {$in}}
+constexpr int64_t kAwaitMillis = 300;       // getMore wait when the stream is idle
+constexpr int64_t kShortAwaitMillis = 5;    // ... when the last batch ended on an event
+constexpr int64_t kPauseCheckMillis = 500;  // how often the feeder looks for an operator's pause
+constexpr size_t kIdsPerLookup = 500;       // ids per find {_id: {$in}}
 constexpr size_t kArchiveCommandBytes = 12 * 1024 * 1024;
 constexpr int64_t kRefusedRetryMillis = 30'000;  // how often refused documents are tried again
 
@@ -173,6 +174,9 @@ class Feeder {
         }
         while (ctx_.leading(gen_)) {
             if (cursorId_ == 0) co_return Status::OK();  // closed by the server: reopen
+            Status paused = co_await waitWhilePaused();
+            if (!paused.isOK()) co_return paused;
+            if (!ctx_.leading(gen_)) break;
             step_ = "getMore";
             bson::Doc more;
             BSON_APPEND_INT64(more.mut(), "getMore", cursorId_);
@@ -191,6 +195,38 @@ class Feeder {
             if (!st.isOK()) co_return st;
             st = co_await retryRefused();
             if (!st.isOK()) co_return st;
+        }
+        co_return Status::OK();
+    }
+
+    /// An operator's pause (haloclinePauseFeeder, state.feederPause in the fast
+    /// tier), read at most every kPauseCheckMillis: waits while it lasts,
+    /// applying nothing (the change stream keeps the events meanwhile).
+    asio::awaitable<Status> waitWhilePaused() {
+        while (ctx_.leading(gen_)) {
+            int64_t now = nowMillis();
+            if (now >= nextPauseCheckMs_) {
+                step_ = "read pause";
+                std::vector<std::string> ids{"feederPause"};
+                auto docs = co_await loadStateDocs(ctx_.tiers.fast, ctx_.tiers.meta, ids);
+                if (!docs.isOK()) co_return docs.getStatus();
+                auto it = docs.getValue().find("feederPause");
+                int64_t until = 0;
+                bson_iter_t u;
+                if (it != docs.getValue().end() &&
+                    bson_iter_init_find(&u, it->second.get(), "until") &&
+                    BSON_ITER_HOLDS_DATE_TIME(&u))
+                    until = bson_iter_date_time(&u);
+                if (until != ctx_.state.feederPausedUntil.exchange(until))
+                    log::info("tiering", 8210024,
+                              until > now ? "Feeder paused by an operator" : "Feeder resumed",
+                              fmt::format(R"({{"untilMillis":{}}})", until));
+                nextPauseCheckMs_ = now + kPauseCheckMillis;
+            }
+            int64_t until = ctx_.state.feederPausedUntil.load();
+            if (until <= now) co_return Status::OK();
+            step_ = "paused";
+            co_await ctx_.sleep(milliseconds(std::min(until - now, kPauseCheckMillis)));
         }
         co_return Status::OK();
     }
@@ -834,6 +870,7 @@ class Feeder {
     int64_t cursorId_ = 0;
     std::string cursorColl_ = "$cmd.aggregate";
     bool endedOnEvent_ = false;
+    int64_t nextPauseCheckMs_ = 0;
     OpTime lastSavedApplied_ = 0;
     // The documents the archive refuses: ns -> idKey -> refusal (mirrors <meta>.refused).
     std::map<std::string, std::map<std::string, Refusal>> refused_;

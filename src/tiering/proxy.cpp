@@ -316,6 +316,8 @@ class ClientConnection : public net::FrameHandler {
                                         const std::string& db);
     bson::Doc hello(const bson_t* cmd);
     bson::Doc status();
+    /// haloclinePauseFeeder: <millis> (0 resumes): docs/OPERATIONS.md.
+    asio::awaitable<bson::Doc> pauseFeeder(const bson_iter_t& arg);
     asio::awaitable<bson::Doc> explainRouting(const bson_t* cmd, const std::string& db);
     /// explain: the chosen tier's plan plus a `halocline` section naming the tier and why.
     asio::awaitable<bson::Doc> explain(const wire::OpMsg& msg, const bson_t* cmd,
@@ -787,6 +789,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
         co_return d;
     }
     if (name == "haloclineStatus") co_return status();
+    if (name == "haloclinePauseFeeder") co_return co_await pauseFeeder(first);
     // The proxy's own operations and pools, as mongos answers for its own.
     if (name == "currentOp") co_return co_await currentOp(cmd, name);
     if (name == "killOp") co_return killOp(cmd);
@@ -1770,6 +1773,29 @@ bson::Doc ClientConnection::connPoolStats() {
     return out;
 }
 
+asio::awaitable<bson::Doc> ClientConnection::pauseFeeder(const bson_iter_t& arg) {
+    if (!BSON_ITER_HOLDS_NUMBER(&arg) || bson_iter_as_int64(&arg) < 0)
+        co_return errorDoc(Status(ErrorCode::BadValue,
+                                  "haloclinePauseFeeder takes the pause in milliseconds (0: "
+                                  "resume)"));
+    const int64_t ms = bson_iter_as_int64(&arg);
+    const int64_t until = ms == 0 ? 0 : wallMillis() + ms;
+    // Durable, in the fast tier: whichever proxy leads the workers now or
+    // later reads it (the feeder checks it between batches).
+    bson::Doc f;
+    BSON_APPEND_DATE_TIME(f.mut(), "until", until);
+    Status st =
+        co_await workers::saveStateDoc(p_.tiers().fast, p_.tiers().meta, "feederPause", f.get());
+    if (!st.isOK()) co_return errorDoc(st);
+    bson::Doc d;
+    if (until)
+        BSON_APPEND_DATE_TIME(d.mut(), "pausedUntil", until);
+    else
+        BSON_APPEND_NULL(d.mut(), "pausedUntil");
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+    co_return d;
+}
+
 bson::Doc ClientConnection::status() {
     auto& s = p_.state();
     bson::Doc d;
@@ -1798,6 +1824,10 @@ bson::Doc ClientConnection::status() {
     BSON_APPEND_DOUBLE(&f, "lagSeconds", s.feederLagMillis.load() / 1000.0);
     BSON_APPEND_INT64(&f, "events", s.feederEvents.load());
     BSON_APPEND_INT64(&f, "archiveWrites", s.feederApplies.load());
+    if (int64_t until = s.feederPausedUntil.load(); until > wallMillis())
+        BSON_APPEND_DATE_TIME(&f, "pausedUntil", until);
+    else
+        BSON_APPEND_NULL(&f, "pausedUntil");
     bson_append_document_end(d.mut(), &f);
     int64_t fast = 0, archive = 0;
     bson_t cols;

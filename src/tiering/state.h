@@ -91,6 +91,9 @@ struct SharedState {
     std::atomic<int64_t> feederLagMillis{0};
     std::atomic<int64_t> feederApplies{0};  // archive writes the feeder issued
     std::atomic<int64_t> feederEvents{0};   // change events it consumed
+    /// Until when (ms since the epoch) an operator paused the feeder, as the
+    /// leader's feeder last read it (haloclinePauseFeeder); 0: not paused.
+    std::atomic<int64_t> feederPausedUntil{0};
     std::atomic<int> role{static_cast<int>(WorkerRole::Disabled)};
     /// The latest cluster time seen from the fast tier (the clock clients see).
     std::atomic<OpTime> fastClusterTime{0};

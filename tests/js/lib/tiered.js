@@ -375,6 +375,7 @@ function statusView(raw) {
           ? num(raw.feeder.lagSeconds)
           : null,
       appliedTime: raw.feeder ? raw.feeder.appliedTime ?? null : null,
+      pausedUntil: raw.feeder ? raw.feeder.pausedUntil ?? null : null,
     },
     routing: { fast: num(need(raw, 'routing.fast', raw)), archive: num(need(raw, 'routing.archive', raw)) },
     hitRatio: raw.hitRatio === null || raw.hitRatio === undefined ? null : num(raw.hitRatio),
