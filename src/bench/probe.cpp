@@ -107,4 +107,12 @@ StatusWith<ProxyStatus> proxyStatus(const std::string& proxyUri) {
     return out;
 }
 
+Status pauseFeeder(const std::string& proxyUri, int64_t millis) {
+    bson_t reply;
+    Status s =
+        runCommand(proxyUri, "admin", BCON_NEW("haloclinePauseFeeder", BCON_INT64(millis)), &reply);
+    bson_destroy(&reply);
+    return s;
+}
+
 }  // namespace halo::bench

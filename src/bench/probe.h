@@ -43,4 +43,7 @@ struct ProxyStatus {
 StatusWith<ProxyStatus> parseProxyStatus(const uint8_t* bson, size_t len);
 StatusWith<ProxyStatus> proxyStatus(const std::string& proxyUri);
 
+/// haloclinePauseFeeder: pauses the proxy's feeder for `millis` (0: resumes it).
+Status pauseFeeder(const std::string& proxyUri, int64_t millis);
+
 }  // namespace halo::bench

@@ -268,6 +268,7 @@ class Reproduction {
     Status scenarioFixed();
     Status scenarioCold();
     Status scenarioOverhead();
+    Status scenarioPause();
     Status runAlternating(const std::string& scenario, const WorkloadSpec& spec, RunOptions ro);
     // results
     double mean(const std::string& scenario, const std::string& side,
@@ -808,6 +809,43 @@ Status Reproduction::scenarioCold() {
     return Status::OK();
 }
 
+Status Reproduction::scenarioPause() {
+    if (o_.skipTiered) return Status::OK();
+    say(
+        fmt::format("\n== feeder paused: {} mix, {} threads, closed loop, tiered side only: "
+                    "feeder running vs paused (haloclinePauseFeeder) for the whole run, A B A B",
+                    o_.workload, o_.threads));
+    WorkloadSpec w = spec(o_.workload, o_.recordCount);
+    for (int round = 1; round <= o_.rounds; ++round) {
+        RunOptions ro;
+        ro.threads = o_.threads;
+        ro.seconds = o_.seconds;
+        ro.warmupSeconds = o_.warmupSeconds;
+        ro.uri = proxy_.uri();
+        for (const char* side : {"running", "paused"}) {
+            const bool paused = std::string_view(side) == "paused";
+            ro.label = fmt::format("feeder {} #{}", side, round);
+            if (paused) {
+                // Longer than the run: lifted explicitly below.
+                auto ms = static_cast<int64_t>((o_.warmupSeconds + o_.seconds + 60) * 1000);
+                if (Status s = pauseFeeder(proxy_.uri(), ms); !s.isOK()) return s;
+            }
+            int64_t from = nextTiered_;
+            auto m = measure("pause", side, round, w, ro, &nextTiered_, confTiered_.get(),
+                             {archiveAlone_.proc.get()}, tieredSide());
+            if (paused)
+                if (Status s = pauseFeeder(proxy_.uri(), 0); !s.isOK()) return s;
+            if (!m.isOK()) return m.getStatus();
+            results_.push_back(std::move(m.getValue()));
+            // After the paused run: how long the feeder takes to catch up.
+            if (Status s = waitForFeeder(from, nextTiered_); !s.isOK()) return s;
+        }
+    }
+    section(fmt::format("Feeder paused for a whole run ({} mix, tiered side)", o_.workload),
+            {"pause"}, "");
+    return Status::OK();
+}
+
 Status Reproduction::scenarioOverhead() {
     say(
         fmt::format("\n== proxy overhead, everything in memory: {} documents, {} mix, direct "
@@ -1010,6 +1048,22 @@ std::vector<Figure> Reproduction::figures() const {
         row(sc, "cold", "archive disk reads/s", reads, false, "-");
         costRows(sc, "cold");
     }
+    if (std::isfinite(mean("pause", "running", ops))) {
+        std::string sc = fmt::format("feeder paused {}", thr);
+        const char* target = "issue 18: no 262, no slower reads";
+        row(sc, "pause", "ops/s", ops, false, "-", "running", "paused");
+        row(sc, "pause", "read p95 ms", opField("READ", &OpReport::p95us), true, target, "running",
+            "paused");
+        row(sc, "pause", "read p99 ms", opField("READ", &OpReport::p99us), true, "-", "running",
+            "paused");
+        row(sc, "pause", "update p99 ms", opField("UPDATE", &OpReport::p99us), true, "-", "running",
+            "paused");
+        row(
+            sc, "pause", "failed operations",
+            [](const Measured& m) { return static_cast<double>(m.report.failed); }, false, target,
+            "running", "paused");
+        costRows(sc, "pause", "running", "paused");
+    }
     if (std::isfinite(mean("overhead", "direct", ops))) {
         std::string sc = fmt::format("proxy overhead {}", thr);
         row(sc, "overhead", "ops/s", ops, false, "target >= 0.85x", "direct", "proxy");
@@ -1165,8 +1219,8 @@ int Reproduction::runAll() {
         std::stringstream ss(o_.scenarios);
         std::string s;
         while (std::getline(ss, s, ',')) {
-            if (s != "mixes" && s != "fixed" && s != "cold" && s != "overhead") {
-                say("unknown scenario '" + s + "': use mixes, fixed, cold, overhead");
+            if (s != "mixes" && s != "fixed" && s != "cold" && s != "overhead" && s != "pause") {
+                say("unknown scenario '" + s + "': use mixes, fixed, cold, overhead, pause");
                 return 2;
             }
             want.insert(s);
@@ -1189,7 +1243,8 @@ int Reproduction::runAll() {
     say("results: " + o_.outDir);
 
     // The archive's confinement: decided before anything is loaded, printed loudly.
-    const bool needArchive = want.count("mixes") || want.count("fixed") || want.count("cold");
+    const bool needArchive =
+        want.count("mixes") || want.count("fixed") || want.count("cold") || want.count("pause");
     if (needArchive) {
         ArchiveConfinement::Request req;
         req.dataDir = o_.dataDir;
@@ -1261,7 +1316,7 @@ int Reproduction::runAll() {
         nextAlone_ = nextTiered_ = o_.recordCount;
         if (!o_.skipTiered) {
             if (Status s = restartArchive(false); !s.isOK()) return fail(s);
-            bool warmFirst = want.count("mixes") || want.count("fixed");
+            bool warmFirst = want.count("mixes") || want.count("fixed") || want.count("pause");
             say(warmFirst ? "tiered side: fast tier (empty) + proxy; waiting for the warmer"
                           : "tiered side: started by the cold-start scenario");
             if (warmFirst) {
@@ -1277,6 +1332,8 @@ int Reproduction::runAll() {
         if (Status s = scenarioFixed(); !s.isOK()) return fail(s);
     if (want.count("cold"))
         if (Status s = scenarioCold(); !s.isOK()) return fail(s);
+    if (want.count("pause"))
+        if (Status s = scenarioPause(); !s.isOK()) return fail(s);
     if (want.count("overhead"))
         if (Status s = scenarioOverhead(); !s.isOK()) return fail(s);
     double runWall = since(tRuns);
