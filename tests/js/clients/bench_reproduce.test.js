@@ -61,7 +61,7 @@ function checkOutputs(r) {
     assert.ok(run.run.per_second.length >= 2, 'a per-second timeline');
     // CPU per operation of the client and of every process the side has, never of others.
     const cpu = run.run.cpu_us_per_op;
-    const viaProxy = run.side === 'tiered' || run.side === 'proxy';
+    const viaProxy = ['tiered', 'proxy', 'running', 'paused'].includes(run.side);
     assert.ok(run.run.measured_ops > 0, name);
     assert.ok(cpu.client > 0, `${name}: client CPU per op ${cpu.client}`);
     assert.ok(cpu.archive >= 0, `${name}: archive CPU per op ${cpu.archive}`);
@@ -80,7 +80,7 @@ function checkOutputs(r) {
       // The counters come from haloclineStatus probes on their own connection, so the
       // window's edges blur the ratio: by a few percent on an idle machine, by up to ~10%
       // in quick mode's short windows when other work competes for the two cores.
-      const busy = run.side === 'tiered' ? 'fast' : 'archive';
+      const busy = run.side === 'proxy' ? 'archive' : 'fast';
       assert.ok(run.run.round_trips_per_op[busy] >= 0.8, `${name}: ${busy} round trips per op ${run.run.round_trips_per_op[busy]}`);
     }
   }
@@ -106,6 +106,7 @@ test('bench reproduce --quick: archive-alone and direct sides (no proxy needed)'
   for (const s of ['shop', 'readheavy', 'concentrated', 'fixed', 'cold']) {
     assert.deepEqual(sides(json, s), ['alone#1', 'alone#2'], s);
   }
+  assert.deepEqual(sides(json, 'pause'), [], 'the feeder scenario needs the tiered side');
   assert.deepEqual(sides(json, 'overhead'), ['direct#1', 'direct#2']);
   assert.deepEqual(sides(json, 'overhead-1'), ['direct#1', 'direct#2']);
   const fixed = json.runs.find((x) => x.scenario === 'fixed');
@@ -128,6 +129,10 @@ test('bench reproduce --quick: the whole reproduction, tiered side included [NEE
     assert.deepEqual(sides(json, s), ['alone#1', 'tiered#1', 'alone#2', 'tiered#2'], `${s}: A B A B`);
   }
   assert.deepEqual(sides(json, 'overhead'), ['direct#1', 'proxy#1', 'direct#2', 'proxy#2']);
+  // The feeder paused for a whole run (issue 18): the tiered side alone, running then paused;
+  // checkOutputs has asserted that no operation of either failed.
+  assert.deepEqual(sides(json, 'pause'), ['running#1', 'paused#1', 'running#2', 'paused#2']);
+  assert.ok(json.figures.some((f) => f.scenario.startsWith('feeder paused') && f.metric === 'failed operations'));
   for (const f of json.figures) assert.notEqual(f.tiered, 'skipped', `${f.scenario} ${f.metric}`);
   for (const run of json.runs.filter((x) => x.scenario === 'cold' && x.side === 'tiered')) {
     assert.ok(run.fast_docs >= 0, 'the fast tier was counted after each cold-start run');
