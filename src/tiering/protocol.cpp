@@ -292,6 +292,30 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
 
 namespace {
 
+/// A delete of whatever holds the tombstone keys of `ids`; with `markAtMost`,
+/// only cold-write marks numbered at most that.
+bson::Doc tombstoneKeysDelete(const Metadata& meta, const std::string& ns,
+                              const std::vector<Id>& ids, const int64_t* markAtMost) {
+    bson::Doc del;
+    bson_t arr, stmt, q, lte;
+    BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
+    BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+    appendTombstoneKeys(&q, meta, ns, ids);
+    if (markAtMost) {
+        BSON_APPEND_DOCUMENT_BEGIN(&q, kColdMarkField, &lte);
+        BSON_APPEND_INT64(&lte, "$lte", *markAtMost);
+        bson_append_document_end(&q, &lte);
+    }
+    bson_append_document_end(&stmt, &q);
+    BSON_APPEND_INT32(&stmt, "limit", 0);
+    bson_append_document_end(&arr, &stmt);
+    bson_append_array_end(del.mut(), &arr);
+    BSON_APPEND_UTF8(del.mut(), "$db", meta.db.c_str());
+    return del;
+}
+
 /// One promotion transaction over `docs` (CONSISTENCY.md, Promotion).
 asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, const Epoch& epoch,
                                    const std::vector<const bson::Doc*>& docs, bool bypass,
@@ -321,21 +345,7 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, const Epoch&
             // Marks of cold writes counted before the epoch was read: those
             // writes were in the archive before we read it (CONSISTENCY.md,
             // Cold writes). A newer mark stays, and our guard meets it.
-            bson::Doc del;
-            BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
-            BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
-            bson_t stmt, q, lte;
-            BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-            BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
-            appendTombstoneKeys(&q, t.meta, ns, ids);
-            BSON_APPEND_DOCUMENT_BEGIN(&q, kColdMarkField, &lte);
-            BSON_APPEND_INT64(&lte, "$lte", epoch.cold);
-            bson_append_document_end(&q, &lte);
-            bson_append_document_end(&stmt, &q);
-            BSON_APPEND_INT32(&stmt, "limit", 0);
-            bson_append_document_end(&arr, &stmt);
-            bson_append_array_end(del.mut(), &arr);
-            BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+            bson::Doc del = tombstoneKeysDelete(t.meta, ns, ids, &epoch.cold);
             auto dr = co_await txn.run(del.get());
             if (!dr.isOK()) {
                 st = dr.getStatus();
@@ -375,16 +385,7 @@ asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, const Epoch&
             st = ir.getStatus();
             break;
         }
-        bson::Doc del;
-        BSON_APPEND_UTF8(del.mut(), "delete", Metadata::kTombstones);
-        BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
-        bson_t stmt;
-        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-        appendTombstoneIn(&stmt, "q", t.meta, ns, ids);
-        BSON_APPEND_INT32(&stmt, "limit", 0);
-        bson_append_document_end(&arr, &stmt);
-        bson_append_array_end(del.mut(), &arr);
-        BSON_APPEND_UTF8(del.mut(), "$db", t.meta.db.c_str());
+        bson::Doc del = tombstoneKeysDelete(t.meta, ns, ids, nullptr);
         auto dr = co_await txn.run(del.get());
         if (!dr.isOK()) {
             st = dr.getStatus();
