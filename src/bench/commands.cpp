@@ -115,7 +115,7 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
     f.reproduce->add_option("--out", r.outDir,
                             "Results directory (default <data-dir>/results/<time>)");
     f.reproduce
-        ->add_option("--scenarios", r.scenarios, "Comma list: mixes,fixed,cold,pause,overhead")
+        ->add_option("--scenarios", r.scenarios, "Comma list: mixes,fixed,pause,cold,overhead")
         ->capture_default_str();
     f.reproduce->add_flag("--skip-tiered", r.skipTiered,
                           "Run only the archive-alone and direct sides (no proxy needed)");

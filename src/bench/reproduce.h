@@ -20,7 +20,7 @@ struct ReproduceOptions {
     bool quick = false;                    // small data, short runs: a smoke test
     bool skipTiered = false;               // only the archive-alone and direct sides
     bool haveProxy = false;  // this executable has a `proxy` subcommand (set by the CLI layer)
-    std::string scenarios = "mixes,fixed,cold,pause,overhead";
+    std::string scenarios = "mixes,fixed,pause,cold,overhead";
     std::string workload = "shop";  // for fixed load, cold start and proxy overhead
     int threads = 64;
     int rounds = 2;  // A B pairs per scenario
