@@ -1,7 +1,9 @@
 'use strict';
 // Crash faults under load: kill -9 the proxy, the fast store and the archive store, one at
-// a time at random points, restarting each, while writers keep inserting, incrementing,
-// deleting and reading with exact bookkeeping of what was acknowledged.
+// a time at random points, restarting each, and pause the feeder for a few seconds
+// (haloclinePauseFeeder: durable, so it outlives a proxy killed meanwhile), while writers
+// keep inserting, incrementing, deleting and reading with exact bookkeeping of what was
+// acknowledged.
 //
 // A write that fails in any way has an unknown outcome (it may or may not have applied)
 // and its document is left alone afterwards. Half the writers use retryable writes (a
@@ -80,7 +82,7 @@ function newDate(rng) {
   return rng.chance(0.5) ? new Date(now - rng.int(10 * H, 100 * H)) : new Date(now - rng.int(0, H));
 }
 
-test('kill -9 of the proxy, the fast store and the archive loses no acknowledged write', { timeout: 300_000 }, async () => {
+test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, lose no acknowledged write', { timeout: 300_000 }, async () => {
   const rng = makeRng(SEED);
   t = await startTiered({
     collections: [NS],
@@ -217,7 +219,7 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
 
   const victims = [];
   for (let k = 0; k < KILLS_PER_COMPONENT; k++) {
-    const round = ['proxy', 'fast', 'archive'];
+    const round = ['proxy', 'fast', 'archive', 'feeder'];
     for (let i = round.length - 1; i > 0; i--) {
       const j = rng.int(0, i);
       [round[i], round[j]] = [round[j], round[i]];
@@ -238,6 +240,11 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
       if (victim === 'proxy') {
         await t.killProxy();
         await t.restartProxy();
+      } else if (victim === 'feeder') {
+        // No crash: an operator's pause of 1-4 s, which the load must not notice.
+        const ms = rng.int(1000, 4000);
+        schedule[schedule.length - 1].pauseMs = ms;
+        await (await t.adminClient()).db('admin').command({ haloclinePauseFeeder: ms });
       } else if (victim === 'fast') {
         await t.killFast();
         await t.restartFast();
@@ -260,8 +267,10 @@ test('kill -9 of the proxy, the fast store and the archive loses no acknowledged
   }
   if (writerCrash) throw writerCrash;
 
-  // Recovery complete: everything up, the feeder caught up with a write made after all others.
+  // Recovery complete: everything up, no pause left, the feeder caught up with a write
+  // made after all others.
   await t.waitHealthy({ timeoutMs: 60_000 });
+  await (await t.adminClient()).db('admin').command({ haloclinePauseFeeder: 0 });
   const status = await t.waitFeederCaughtUp({ timeoutMs: 90_000 });
 
   const archive = new Map((await t.tierDocs('archive', NS)).map((d) => [d._id, d]));
