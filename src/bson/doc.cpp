@@ -337,6 +337,18 @@ std::string printableUtf8(std::string_view s) {
     return out;
 }
 
+Status commandTargetUtf8(const bson_t* cmd, std::string_view db) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return Status::OK();
+    uint32_t len = 0;
+    const char* name = bson_iter_utf8(&it, &len);
+    if (bson_utf8_validate(name, len, false)) return Status::OK();
+    return Status(ErrorCode::InvalidNamespace,
+                  fmt::format("Invalid namespace specified '{}.{}': names must be valid UTF-8",
+                              printableUtf8(db), printableUtf8(std::string_view(name, len))));
+}
+
 void appendMessage(bson_t* b, const char* key, std::string_view msg) {
     std::string text = printableUtf8(msg);
     bson_append_utf8(b, key, -1, text.data(), static_cast<int>(text.size()));

@@ -113,6 +113,10 @@ void appendNumber(bson_t* b, std::string_view key, int64_t n);
 /// as \xHH: text from a client (a damaged command name, a field) that ends up
 /// in an error message must not make the reply invalid BSON for drivers.
 std::string printableUtf8(std::string_view s);
+/// InvalidNamespace (73) when the command's first field, the collection most
+/// commands name, is a string that is not valid UTF-8: it would come back in
+/// namespaces and messages that drivers cannot read.
+Status commandTargetUtf8(const bson_t* cmd, std::string_view db);
 /// Appends an error message (made printable, see printableUtf8).
 void appendMessage(bson_t* b, const char* key, std::string_view msg);
 

@@ -381,6 +381,10 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
                                               bson::printableUtf8(db))));
         return;
     }
+    if (Status named = bson::commandTargetUtf8(cmd, db); !named.isOK()) {
+        appendError(reply, named);  // the same for the collection a command names
+        return;
+    }
     if (spec->adminOnly && db != "admin") {
         appendError(reply,
                     Status(ErrorCode::Unauthorized,

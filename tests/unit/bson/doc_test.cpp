@@ -119,3 +119,19 @@ TEST(PrintableUtf8, KeepsValidTextAndEscapesInvalidBytes) {
     EXPECT_EQ(halo::bson::stringField(&b, "errmsg"), "bad \\xff name");
     bson_destroy(&b);
 }
+
+TEST(CommandTargetUtf8, RefusesACollectionNameThatIsNotUtf8) {
+    bson_t ok = BSON_INITIALIZER, bad = BSON_INITIALIZER, num = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&ok, "find", "orders");
+    bson_append_utf8(&bad, "find", 4, "order\xf7", 6);
+    BSON_APPEND_INT32(&num, "ping", 1);
+    EXPECT_TRUE(halo::bson::commandTargetUtf8(&ok, "shop").isOK());
+    EXPECT_TRUE(halo::bson::commandTargetUtf8(&num, "shop").isOK());
+    auto s = halo::bson::commandTargetUtf8(&bad, "shop");
+    EXPECT_EQ(s.code(), halo::ErrorCode::InvalidNamespace);
+    EXPECT_EQ(s.reason(),
+              "Invalid namespace specified 'shop.order\\xf7': names must be valid UTF-8");
+    bson_destroy(&ok);
+    bson_destroy(&bad);
+    bson_destroy(&num);
+}
