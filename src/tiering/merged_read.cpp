@@ -1,6 +1,7 @@
 #include "tiering/merged_read.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -148,6 +149,40 @@ std::optional<MergedFind> planMergedFind(const bson_t* cmd, const std::string& d
         q.projection.emplace(std::move(p.getValue()));
     }
     return q;
+}
+
+std::optional<CountWindow> countAsFind(const bson_t* cmd, int64_t maxDocs, bson::Doc* find) {
+    CountWindow w;
+    bson::Doc& f = *find;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "count") {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;
+            BSON_APPEND_UTF8(f.mut(), "find", bson_iter_utf8(&it, nullptr));
+        } else if (k == "query") {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return std::nullopt;
+            bson_append_iter(f.mut(), "filter", 6, &it);
+        } else if (k == "skip" || k == "limit") {
+            if (!BSON_ITER_HOLDS_NUMBER(&it)) return std::nullopt;
+            double v = bson_iter_as_double(&it);
+            if (v != std::floor(v) || (k == "skip" && v < 0)) return std::nullopt;
+            (k == "skip" ? w.skip : w.limit) = static_cast<int64_t>(std::fabs(v));
+        } else if (k == "hint" || k == "comment" || k == "maxTimeMS" || k == "readConcern" ||
+                   k == "$db" || k == "lsid" || k == "$clusterTime" || k == "$readPreference" ||
+                   k == "apiVersion" || k == "apiStrict" || k == "apiDeprecationErrors") {
+            bson_append_iter(f.mut(), nullptr, 0, &it);
+        } else {
+            return std::nullopt;  // collation, a transaction, ...
+        }
+    }
+    bson_t proj;
+    BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "projection", &proj);
+    BSON_APPEND_INT32(&proj, "_id", 1);
+    bson_append_document_end(f.mut(), &proj);
+    BSON_APPEND_INT64(f.mut(), "limit", maxDocs + 1);
+    return w;
 }
 
 asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, const MergedFind& q) {

@@ -7,6 +7,7 @@
 // read moves the collection's epoch, and the read starts again. Sort, skip,
 // limit and projection are applied to the merged stream with the store's pure
 // query library.
+#include <algorithm>
 #include <asio.hpp>
 #include <memory>
 #include <optional>
@@ -45,6 +46,22 @@ struct MergedFind {
 /// or a filter, sort or projection its query library does not parse (the tier
 /// then answers with its own error).
 std::optional<MergedFind> planMergedFind(const bson_t* cmd, const std::string& db, int64_t maxDocs);
+
+/// A count command's skip and limit, applied to the number of matches.
+struct CountWindow {
+    int64_t skip = 0;
+    int64_t limit = 0;  // 0: none
+    int64_t apply(int64_t matches) const {
+        int64_t n = std::max<int64_t>(0, matches - skip);
+        return limit > 0 ? std::min(n, limit) : n;
+    }
+};
+
+/// A `count` as the find of its matches' _ids, at most `maxDocs` + 1 of them
+/// (more: the caller cannot answer it merged), written to `find`; nullopt when
+/// the count has an option a merged read cannot honour (planMergedFind decides
+/// the rest).
+std::optional<CountWindow> countAsFind(const bson_t* cmd, int64_t maxDocs, bson::Doc* find);
 
 /// Why runMergedFind gave up without an error of a tier: the caller falls back
 /// to the feeder wait (documents kept moving, or the answer is too large).

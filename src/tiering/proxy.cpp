@@ -723,6 +723,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
                                   fmt::format("Invalid database name: '{}': names must be valid "
                                               "UTF-8",
                                               bson::printableUtf8(db))));
+    if (Status named = bson::commandTargetUtf8(cmd, db); !named.isOK()) co_return errorDoc(named);
     if (name == "hello" || name == "isMaster" || name == "ismaster") {
         bson::Doc d = hello(cmd);
         co_await auth_.appendToHello(cmd, d.mut());
@@ -1180,16 +1181,35 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
         co_return rewriteReply(p_.archive(), ar.getValue().get(), p.ns, false);
     }
     prog->routedArchive++;
-    if (name == "find") {
+    if (name == "find" || name == "count") {
         auto [db, coll] = splitNs(p.ns);
-        if (auto plan = planMergedFind(cmd, db, p_.config().mergedReadLimit)) {
+        const int64_t most = p_.config().mergedReadLimit;
+        // A count is a merged find of the _ids (at most mergedReadLimit of them).
+        std::optional<CountWindow> count;
+        bson::Doc asFind;
+        if (name == "count") {
+            count = countAsFind(cmd, most, &asFind);
+            if (!count) asFind = bson::Doc();
+        }
+        const bson_t* findCmd = count ? asFind.get() : cmd;
+        std::optional<MergedFind> plan;
+        if (name == "find" || count) plan = planMergedFind(findCmd, db, count ? most + 1 : most);
+        if (plan) {
             auto merged = co_await runMergedFind(p_.tiers(), *plan);
-            if (merged.isOK()) {
+            if (merged.isOK() && count && static_cast<int64_t>(merged.getValue().size()) > most) {
+                // More matches than a merged read takes: the feeder wait below.
+            } else if (merged.isOK()) {
                 prog->mergedReads++;
-                co_return mergedReply(p.ns, merged.getValue());
-            }
-            if (merged.getStatus().reason() != kMergedFallback)
+                if (!count) co_return mergedReply(p.ns, merged.getValue());
+                bson::Doc d;
+                BSON_APPEND_INT64(d.mut(), "n",
+                                  count->apply(static_cast<int64_t>(merged.getValue().size())));
+                BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+                appendClock(d.mut(), 0);
+                co_return d;
+            } else if (merged.getStatus().reason() != kMergedFallback) {
                 co_return errorDoc(merged.getStatus());
+            }
         }
     }
     Status w = co_await awaitFeeder(p.ns, afterClusterTime(cmd));

@@ -6,7 +6,8 @@
 // regresses an updated document, comes from the merge. A model of the collection gives
 // the expected answer of each of many random finds (filter, sort, skip, limit,
 // projection) after random inserts, updates (of archive-only and fast documents) and
-// deletes; finds the proxy cannot merge still wait and give up with 262.
+// deletes, and of `count` commands; finds and aggregations the proxy cannot merge still
+// wait and give up with 262.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -108,6 +109,18 @@ test('random writes through the proxy, then finds merged from both tiers equal t
   assert.ok(routing.merged >= 8 * 12, show(routing));
   // The archive never saw a write: the answers above came from the merge.
   assert.deepEqual((await t.tierDocs('archive', NS)).length, 120);
+});
+
+test('a count command is merged too: it equals the model with no feeder, skip and limit applied', async () => {
+  const shop = (await t.client({ retryReads: false })).db('shop');
+  for (const kind of [0, 1, 2]) {
+    const want = [...model.values()].filter((d) => d.kind === kind).length;
+    assert.equal((await shop.command({ count: 'orders', query: { kind } })).n, want, `kind ${kind}`);
+    assert.equal((await shop.command({ count: 'orders', query: { kind }, skip: 3, limit: 5 })).n, Math.min(5, Math.max(0, want - 3)));
+    const below = [...model.values()].filter((d) => d.kind === kind && d.n < 500).length;
+    assert.equal((await shop.command({ count: 'orders', query: { kind, n: { $lt: 500 } } })).n, below);
+  }
+  assert.equal((await shop.command({ count: 'orders' })).n, model.size, 'no query: the whole collection');
 });
 
 test('a merged read sees the caller\'s own write at once, and hides a document deleted through the proxy', async () => {
