@@ -157,7 +157,8 @@ int64_t counterFrom(const std::vector<bson::Doc>& docs, const std::string& id) {
     return 0;
 }
 
-/// A find of the state documents `ids`.
+}  // namespace
+
 bson::Doc stateFind(const Metadata& meta, const std::vector<std::string>& ids) {
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", Metadata::kState);
@@ -173,8 +174,6 @@ bson::Doc stateFind(const Metadata& meta, const std::vector<std::string>& ids) {
     BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
     return c;
 }
-
-}  // namespace
 
 asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns) {
     Epoch e;

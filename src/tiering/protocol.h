@@ -86,6 +86,8 @@ struct Epoch {
     std::chrono::steady_clock::time_point readAt;
 };
 asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns);
+/// A find of the `halocline.state` documents `ids`.
+bson::Doc stateFind(const Metadata& meta, const std::vector<std::string>& ids);
 inline constexpr std::chrono::seconds kPromotionDeadline{30};
 inline constexpr int64_t kColdMarkLifetimeMillis = 60'000;
 /// Counts a finished cold write on `ns` (majority, journaled): the number its

@@ -166,18 +166,7 @@ void publishRefusals(SharedState& s, std::map<std::string, Refusals> byNs) {
 
 asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
     Tier& tier, const Metadata& meta, const std::vector<std::string>& ids) {
-    bson::Doc c;
-    BSON_APPEND_UTF8(c.mut(), "find", Metadata::kState);
-    bson_t f, in, arr;
-    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
-    BSON_APPEND_DOCUMENT_BEGIN(&f, "_id", &in);
-    BSON_APPEND_ARRAY_BEGIN(&in, "$in", &arr);
-    ArrayKey k;
-    for (size_t i = 0; i < ids.size(); ++i) BSON_APPEND_UTF8(&arr, k(i), ids[i].c_str());
-    bson_append_array_end(&in, &arr);
-    bson_append_document_end(&f, &in);
-    bson_append_document_end(c.mut(), &f);
-    BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
+    bson::Doc c = stateFind(meta, ids);
     auto r = co_await tier.collect(c.get());
     if (!r.isOK()) co_return r.getStatus();
     std::map<std::string, bson::Doc> out;
