@@ -130,6 +130,10 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
     f.reproduce->add_flag("!--no-cold-writes", r.coldWrites,
                           "The proxy copies old documents up to write them (tiering.coldWrites: "
                           "false; for A/B)");
+    f.reproduce
+        ->add_option("--feeder-mode", r.feederMode,
+                     "The proxy's workers.feeder.mode (eager or lazy; default: the proxy's)")
+        ->check(CLI::IsMember({"eager", "lazy"}));
     f.reproduce->add_option("--recordcount", r.recordCount,
                             "Archive documents (default 10,000,000; quick 200,000)");
     f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,

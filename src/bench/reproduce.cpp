@@ -95,15 +95,17 @@ int64_t parseHorizonMillis(const std::string& h) {
 }
 
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
-                            const std::string& horizon, bool tiered, bool coldWrites) {
+                            const std::string& horizon, bool tiered, bool coldWrites,
+                            const std::string& feederMode) {
     std::string out = "net: {bindIp: 127.0.0.1, port: 0}\ntiers:\n";
     out +=
         fmt::format("  fast: {{uri: \"{}\"}}\n  archive: {{uri: \"{}\"}}\n", fastUri, archiveUri);
     if (tiered)
         out += fmt::format(
             "tiering:\n  coldWrites: {}\n  collections:\n    - {{namespace: ycsb.usertable, "
-            "ageField: date, horizon: {}}}\nworkers: {{enabled: true}}\n",
-            coldWrites ? "true" : "false", horizon);
+            "ageField: date, horizon: {}}}\nworkers: {{enabled: true{}}}\n",
+            coldWrites ? "true" : "false", horizon,
+            feederMode.empty() ? "" : fmt::format(", feeder: {{mode: {}}}", feederMode));
     else
         out += "tiering:\n  collections: []\nworkers: {enabled: false}\n";
     return out;
@@ -386,7 +388,7 @@ StatusWith<Server> Reproduction::startProxy(const std::string& name, const std::
     std::string cfg = fmt::format("{}/{}.yaml", o_.outDir, name);
     {
         std::ofstream f(cfg);
-        f << proxyConfigYaml(fastUri, archiveUri, o_.horizon, tiered, o_.coldWrites);
+        f << proxyConfigYaml(fastUri, archiveUri, o_.horizon, tiered, o_.coldWrites, o_.feederMode);
         if (!f) return Status(ErrorCode::OperationFailed, "cannot write " + cfg);
     }
     ChildProcess::Options po;
@@ -1173,10 +1175,11 @@ Status Reproduction::writeOutputs(const std::vector<Figure>& figs, const std::st
     RunReport all = totals();
     std::ofstream(o_.outDir + "/reproduce.json")
         << fmt::format(
-               R"({{"quick":{},"confined":{},"iops_cap":{},"page_cache_dropped":{},"tiered":{},"recordcount":{},"archive_cache_gb":{},"load_seconds":{:.1f},"copy_seconds":{:.1f},"total_seconds":{:.1f},"fixed_target_ops_per_sec":{},"failed":{},"not_found":{},"warnings":[{}],"figures":[{}],"runs":[{}]}})",
-               o_.quick, confined_, o_.readIops, cacheDropped_, !o_.skipTiered, o_.recordCount,
-               o_.archiveCacheGB, loadSeconds_, copySeconds_, since(started_), fixedTarget_,
-               all.failed, all.notFound, warn, figJson, runJson)
+               R"({{"quick":{},"confined":{},"iops_cap":{},"page_cache_dropped":{},"tiered":{},"feeder_mode":{},"cold_writes":{},"recordcount":{},"archive_cache_gb":{},"load_seconds":{:.1f},"copy_seconds":{:.1f},"total_seconds":{:.1f},"fixed_target_ops_per_sec":{},"failed":{},"not_found":{},"warnings":[{}],"figures":[{}],"runs":[{}]}})",
+               o_.quick, confined_, o_.readIops, cacheDropped_, !o_.skipTiered,
+               jsonString(o_.feederMode.empty() ? "default" : o_.feederMode), o_.coldWrites,
+               o_.recordCount, o_.archiveCacheGB, loadSeconds_, copySeconds_, since(started_),
+               fixedTarget_, all.failed, all.notFound, warn, figJson, runJson)
         << "\n";
     return Status::OK();
 }

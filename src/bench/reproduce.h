@@ -27,6 +27,7 @@ struct ReproduceOptions {
     int readIops = 3000;
     std::string horizon = "30d";  // the tiering age of ycsb.usertable
     bool coldWrites = true;       // the proxy's tiering.coldWrites (an A/B switch)
+    std::string feederMode;       // workers.feeder.mode; empty: the proxy's default
     int fieldCount = 10;
     int fieldLength = 26;  // ~415-byte documents: 10 M of them are 16x a 256 MB cache
     // Zero: the mode's default (resolveDefaults).
@@ -66,8 +67,10 @@ int passingSecond(const std::vector<double>& alone, const std::vector<double>& t
 /// "30d", "12h", "90m", "45s" -> milliseconds; -1 if malformed.
 int64_t parseHorizonMillis(const std::string& h);
 /// The proxy's YAML: ycsb.usertable tiered on `date` (or no tiered collection at all,
-/// a pure pass-through to the archive), workers on or off.
+/// a pure pass-through to the archive), workers on or off, and the feeder's
+/// mode when `feederMode` is not empty.
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
-                            const std::string& horizon, bool tiered, bool coldWrites = true);
+                            const std::string& horizon, bool tiered, bool coldWrites = true,
+                            const std::string& feederMode = "");
 
 }  // namespace halo::bench

@@ -1344,6 +1344,8 @@ const CommandRule* findRule(std::string_view name) {
          {"haloclineExplain", kAuth, kAnyDb, clusterAction<Action::kServerStatus>}},
         {"haloclinePauseFeeder",
          {"haloclinePauseFeeder", kAuth, kAdmin, clusterAction<Action::kSetParameter>}},
+        {"haloclineFlushFeeder",
+         {"haloclineFlushFeeder", kAuth, kAdmin, clusterAction<Action::kSetParameter>}},
         // Users and roles
         {"createUser", {"createUser", kAuth, kAnyDb, checkCreateUser}},
         {"updateUser", {"updateUser", kAuth, kAnyDb, checkUpdateUser}},

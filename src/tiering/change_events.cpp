@@ -73,6 +73,12 @@ TouchedIds ChangeBatchClassifier::classify(const std::vector<bson::Doc>& events)
         std::string ns = utf8Field(e, "ns.db") + "." + utf8Field(e, "ns.coll");
         bson_iter_t key;
         if (!bson::findDotted(e, "documentKey._id", &key)) continue;
+        if (ns == stateNs_) {
+            if (BSON_ITER_HOLDS_UTF8(&key) &&
+                std::string_view(bson_iter_utf8(&key, nullptr)) == Metadata::kFeederDemand)
+                out.demanded = true;
+            continue;
+        }
         if (ns == tombstonesNs_) {
             // Removing a tombstone (the feeder's own cleanup, or a promotion's
             // guard) changes no document.

@@ -45,6 +45,9 @@ struct TouchedIds {
     std::vector<std::pair<std::string, Id>> promoted;
     std::optional<OpTime> lastTime;  // clusterTime of the last event
     int64_t lastWallMs = 0;          // wallTime of the last event (0 if absent)
+    /// A proxy wrote the feeder's demand (Metadata::kFeederDemand): an archive
+    /// read waits for everything up to it.
+    bool demanded = false;
 };
 
 /// Classifies a batch of change events (projected to _id, operationType, ns,
@@ -56,13 +59,16 @@ struct TouchedIds {
 /// may straddle a batch boundary); pass the same set for consecutive batches.
 class ChangeBatchClassifier {
   public:
-    ChangeBatchClassifier(std::set<std::string> tieredNs, std::string tombstonesNs)
-        : tiered_(std::move(tieredNs)), tombstonesNs_(std::move(tombstonesNs)) {}
+    ChangeBatchClassifier(std::set<std::string> tieredNs, const Metadata& meta)
+        : tiered_(std::move(tieredNs)),
+          tombstonesNs_(meta.tombstonesNs()),
+          stateNs_(meta.stateNs()) {}
     TouchedIds classify(const std::vector<bson::Doc>& events);
 
   private:
     std::set<std::string> tiered_;
     std::string tombstonesNs_;
+    std::string stateNs_;
     // Promotion guards of the last cluster time seen: "<ns>\0<idKey>".
     OpTime guardTime_ = 0;
     std::set<std::string> guards_;

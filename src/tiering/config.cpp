@@ -193,8 +193,17 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
         ck.get(w, "enabled", "workers", &c.workersEnabled);
         ck.duration(w, "lease", "workers", &c.lease);
         if (auto f = w["feeder"]) {
-            ck.unknownKeys(f, "workers.feeder", {"batchSize"});
+            ck.unknownKeys(f, "workers.feeder", {"batchSize", "mode", "lazyDelay"});
             ck.positiveInt(f, "batchSize", "workers.feeder", &c.feederBatchSize);
+            if (f["mode"]) {
+                std::string mode;
+                ck.get(f, "mode", "workers.feeder", &mode);
+                if (mode == "eager" || mode == "lazy")
+                    c.feederLazy = mode == "lazy";
+                else
+                    ck.fail("workers.feeder.mode", "must be eager or lazy");
+            }
+            ck.duration(f, "lazyDelay", "workers.feeder", &c.feederLazyDelay);
         }
         if (auto e = w["evictor"]) {
             ck.unknownKeys(e, "workers.evictor", {"interval", "maxDocsPerSecond"});

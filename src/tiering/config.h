@@ -48,6 +48,12 @@ struct ProxyConfig {
     bool workersEnabled = true;
     Millis lease{10'000};
     int feederBatchSize = 1000;
+    // eager: the archive receives every write within a batch (direct archive
+    // readers see it at once); lazy: the feeder gathers the documents it must
+    // write and writes each once per lazyDelay, or sooner when a read needs it
+    // (CONSISTENCY.md, The feeder, Lazy mode).
+    bool feederLazy = false;
+    Millis feederLazyDelay{300'000};
     Millis evictorInterval{1000};
     int evictorMaxDocsPerSecond = 10'000;
     int warmerBatchSize = 500;

@@ -151,9 +151,7 @@ class Evictor {
             for (auto& d : old) {
                 Id id;
                 if (!idOf(d.get(), &id)) continue;
-                if (ctx_.recentWrites.recent(RecentWrites::key(p.ns, id), now,
-                                             kRecentWriteGraceMillis))
-                    continue;
+                if (unsettled(p.ns, id, now)) continue;
                 settled.push_back(&d);
                 ids.push_back(std::move(id));
             }
@@ -179,6 +177,12 @@ class Evictor {
                         candidates.push_back(settled[i]);
                 }
             }
+            // The feeder may have received a write of a candidate since the
+            // archive read (it will read F(X) and write what it read): leave those.
+            std::erase_if(candidates, [&](const bson::Doc* d) {
+                Id id;
+                return !idOf(d->get(), &id) || unsettled(p.ns, id, nowMillis());
+            });
             for (size_t i = 0; i < candidates.size(); i += kDocsPerTxn) {
                 std::vector<const bson::Doc*> chunk(
                     candidates.begin() + static_cast<std::ptrdiff_t>(i),
@@ -215,6 +219,14 @@ class Evictor {
             }
         }
         co_return Status::OK();
+    }
+
+    /// Written lately (RecentWrites), or received by the feeder and not yet
+    /// written to the archive (a lazy feeder's gathering).
+    bool unsettled(const std::string& ns, const Id& id, int64_t now) const {
+        const RecentWrites& rw = ctx_.recentWrites;
+        std::string k = RecentWrites::key(ns, id);
+        return rw.recent(k, now, kRecentWriteGraceMillis) || rw.pending.count(k) > 0;
     }
 
     /// Whether this leader's feeder has recorded every write up to `readAt`

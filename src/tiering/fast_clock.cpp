@@ -13,18 +13,31 @@ namespace {
 // (A payload beside the error code: Asio 1.22 cannot instantiate void(error_code) alone.)
 using Signal = asio::experimental::concurrent_channel<void(asio::error_code, int)>;
 
-/// {ping: 1, $db: "admin"}, built once.
-const bson_t* pingCommand() {
-    static const bson::Doc cmd = [] {
-        bson::Doc d;
-        BSON_APPEND_INT32(d.mut(), "ping", 1);
-        BSON_APPEND_UTF8(d.mut(), "$db", "admin");
-        return d;
-    }();
-    return cmd.get();
+}  // namespace
+
+FastClock::FastClock(Tier& fast) : fast_(fast) {
+    BSON_APPEND_INT32(probe_.mut(), "ping", 1);
+    BSON_APPEND_UTF8(probe_.mut(), "$db", "admin");
 }
 
-}  // namespace
+FastClock::FastClock(Tier& fast, const Metadata& meta) : fast_(fast) {
+    bson_t arr, stmt, q, u, inc;
+    BSON_APPEND_UTF8(probe_.mut(), "update", Metadata::kState);
+    BSON_APPEND_ARRAY_BEGIN(probe_.mut(), "updates", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+    BSON_APPEND_UTF8(&q, "_id", Metadata::kFeederDemand);
+    bson_append_document_end(&stmt, &q);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+    BSON_APPEND_DOCUMENT_BEGIN(&u, "$inc", &inc);
+    BSON_APPEND_INT32(&inc, "n", 1);
+    bson_append_document_end(&u, &inc);
+    bson_append_document_end(&stmt, &u);
+    BSON_APPEND_BOOL(&stmt, "upsert", true);
+    bson_append_document_end(&arr, &stmt);
+    bson_append_array_end(probe_.mut(), &arr);
+    BSON_APPEND_UTF8(probe_.mut(), "$db", meta.db.c_str());
+}
 
 struct FastClock::Round {
     std::vector<std::shared_ptr<Signal>> waiters;  // appended only before the ping is sent
@@ -52,7 +65,7 @@ asio::awaitable<StatusWith<OpTime>> FastClock::now() {
 
 asio::awaitable<void> FastClock::run(std::shared_ptr<Round> round) {
     while (round) {
-        auto r = co_await fast_.runOk(pingCommand());
+        auto r = co_await fast_.runOk(probe_.get());
         if (!r.isOK()) {
             round->result = r.getStatus();
         } else {

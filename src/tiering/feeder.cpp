@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/log.h"
 #include "tiering/cold_write.h"
@@ -29,6 +30,7 @@ constexpr int64_t kPauseCheckMillis = 500;  // how often the feeder looks for an
 constexpr size_t kIdsPerLookup = 500;       // ids per find {_id: {$in}}
 constexpr size_t kArchiveCommandBytes = 12 * 1024 * 1024;
 constexpr int64_t kRefusedRetryMillis = 30'000;  // how often refused documents are tried again
+constexpr int64_t kLazyMaxPending = 100'000;     // a lazy feeder writes once it gathered this many
 
 /// Whether an archive error on one statement says the archive will not store
 /// that document (a refusal, CONSISTENCY.md, Refused documents) rather than
@@ -91,7 +93,7 @@ bool isLostPosition(const Status& s) {
 class Feeder {
   public:
     Feeder(WorkerContext& ctx, uint64_t gen)
-        : ctx_(ctx), gen_(gen), classifier_(tieredSet(ctx.cfg), ctx.tiers.meta.tombstonesNs()) {}
+        : ctx_(ctx), gen_(gen), classifier_(tieredSet(ctx.cfg), ctx.tiers.meta) {}
 
     asio::awaitable<void> run() {
         ctx_.recentWrites.reset(gen_, nowMillis());
@@ -149,6 +151,9 @@ class Feeder {
             publishRefused();
             loaded_ = true;
         }
+        // The stream resumes from the last applied batch: what was gathered
+        // since comes again.
+        clearPending();
         Status st = Status::OK();
         if (!needRescan_ && !token_.empty()) {
             step_ = "resume change stream";
@@ -326,12 +331,28 @@ class Feeder {
         if (token.empty()) co_return Status::OK();  // nothing to learn from this reply
         endedOnEvent_ = haveLastId && sameBytes(&lastId, token.get());
 
-        step_ = "apply batch";
         SharedState& s = ctx_.state;
-        int64_t n = static_cast<int64_t>(events.size());
-        s.feederLagOps = n;
+        const int64_t n = static_cast<int64_t>(events.size());
         TouchedIds touched = classifier_.classify(events);
-        for (auto& [ns, ids] : touched.byNs) {
+        OpTime tokenTime = resumeTokenTime(token.get()).value_or(touched.lastTime.value_or(0));
+        OpTime received = appliedTimeOfBatch(tokenTime, endedOnEvent_);
+        gather(touched, n, received);
+        s.feederEvents += n;
+        s.feederReceived = std::max(s.feederReceived.load(), received);
+        receivedToken_ = std::move(token);
+
+        // Eager: every batch. Lazy: when the oldest gathered document has
+        // waited lazyDelay, when a proxy's archive read demands it, or when
+        // the gathering is large; and at once when nothing is gathered (the
+        // archive already reflects everything received).
+        const int64_t now = nowMillis();
+        const bool flush = !ctx_.cfg.feederLazy || pendingDocs_ == 0 || touched.demanded ||
+                           pendingDocs_ >= kLazyMaxPending ||
+                           now - pendingSinceMs_ >= ctx_.cfg.feederLazyDelay.count();
+        if (!flush) co_return Status::OK();
+        step_ = "apply batch";
+        s.feederLagOps = pendingEvents_;
+        for (auto& [ns, ids] : pending_) {
             for (size_t i = 0; i < ids.size(); i += kIdsPerLookup) {
                 std::vector<Id> chunk;
                 for (size_t j = i; j < ids.size() && j < i + kIdsPerLookup; ++j)
@@ -340,22 +361,19 @@ class Feeder {
                 if (!st.isOK()) co_return st;
             }
         }
-        s.feederEvents += n;
-
-        OpTime tokenTime = resumeTokenTime(token.get()).value_or(touched.lastTime.value_or(0));
-        OpTime applied = appliedTimeOfBatch(tokenTime, endedOnEvent_);
-        int64_t lag = n > 0 && touched.lastWallMs > 0
-                          ? std::max<int64_t>(0, nowMillis() - touched.lastWallMs)
+        const OpTime applied = received;
+        int64_t lag = pendingEvents_ > 0 && lastWallMs_ > 0
+                          ? std::max<int64_t>(0, nowMillis() - lastWallMs_)
                           : 0;
         // Saved whenever it advanced: proxies that are not leading read the
         // applied time from here before an archive read (read-your-writes
         // across proxies). The save goes to the archive, so it adds no fast-tier
         // event and never wakes the stream again.
-        if (n > 0 || applied > lastSavedApplied_) {
+        if (pendingEvents_ > 0 || applied > lastSavedApplied_) {
             step_ = "save token";
             if (!ctx_.leading(gen_)) co_return lostLease();
             bson::Doc f;
-            BSON_APPEND_DOCUMENT(f.mut(), "token", token.get());
+            BSON_APPEND_DOCUMENT(f.mut(), "token", receivedToken_.get());
             bson_append_timestamp(f.mut(), "appliedTime", -1, opTimeSeconds(applied),
                                   opTimeIncrement(applied));
             BSON_APPEND_DATE_TIME(f.mut(), "savedAt", nowMillis());
@@ -368,22 +386,48 @@ class Feeder {
             if (!st.isOK()) co_return st;
             lastSavedApplied_ = applied;
         }
-        // What the evictor must leave alone for a while (RecentWrites).
-        if (ctx_.recentWrites.gen == gen_) {
-            RecentWrites& rw = ctx_.recentWrites;
-            int64_t now = nowMillis();
-            for (auto& [ns, ids] : touched.byNs)
-                for (auto& id : ids) rw.note(RecentWrites::key(ns, id), now);
-            for (auto& [ns, id] : touched.promoted) rw.note(RecentWrites::key(ns, id), now);
-            rw.prune(now, kRecentWriteGraceMillis);
-            rw.seenThrough = std::max(rw.seenThrough, applied);
-        }
-        token_ = std::move(token);
+        token_ = bson::Doc::copyOf(receivedToken_.get());
+        clearPending();
         s.noteApplied(applied);
-        s.feederLagOps = 0;
         s.feederLagMillis = lag;
         flog_.succeeded();
         co_return Status::OK();
+    }
+
+    /// Adds a batch's touched documents to what the next flush writes, and
+    /// records them for the evictor (RecentWrites: recent, and pending until
+    /// written).
+    void gather(const TouchedIds& touched, int64_t events, OpTime received) {
+        const int64_t now = nowMillis();
+        RecentWrites* rw = ctx_.recentWrites.gen == gen_ ? &ctx_.recentWrites : nullptr;
+        for (auto& [ns, ids] : touched.byNs)
+            for (auto& id : ids) {
+                std::string k = RecentWrites::key(ns, id);
+                if (rw) rw->note(k, now);
+                if (!pendingKeys_.insert(k).second) continue;
+                if (pendingDocs_++ == 0) pendingSinceMs_ = now;
+                pending_[ns].push_back(id.copy());
+                if (rw) rw->pending.insert(std::move(k));
+            }
+        if (rw) {
+            for (auto& [ns, id] : touched.promoted) rw->note(RecentWrites::key(ns, id), now);
+            rw->prune(now, kRecentWriteGraceMillis);
+            rw->seenThrough = std::max(rw->seenThrough, received);
+        }
+        pendingEvents_ += events;
+        if (touched.lastWallMs > 0) lastWallMs_ = touched.lastWallMs;
+        ctx_.state.feederPending = pendingDocs_;
+        ctx_.state.feederLagOps = pendingEvents_;
+    }
+
+    void clearPending() {
+        pending_.clear();
+        pendingKeys_.clear();
+        pendingDocs_ = 0;
+        pendingEvents_ = 0;
+        if (ctx_.recentWrites.gen == gen_) ctx_.recentWrites.pending.clear();
+        ctx_.state.feederPending = 0;
+        ctx_.state.feederLagOps = 0;
     }
 
     /// For each id: F(X) exists -> replace A(X) with it; else tombstoned ->
@@ -866,7 +910,16 @@ class Feeder {
     ChangeBatchClassifier classifier_;
     bool loaded_ = false;
     bool needRescan_ = false;
-    bson::Doc token_;  // the token of the last applied batch (empty: none yet)
+    bson::Doc token_;          // the token of the last applied batch (empty: none yet)
+    bson::Doc receivedToken_;  // the token of the last batch received
+    // What the next flush writes (CONSISTENCY.md, The feeder, Lazy mode): the
+    // documents touched since the last flush, per namespace in first-seen order.
+    std::map<std::string, std::vector<Id>> pending_;
+    std::unordered_set<std::string> pendingKeys_;
+    int64_t pendingDocs_ = 0;
+    int64_t pendingEvents_ = 0;   // events received since the last flush
+    int64_t pendingSinceMs_ = 0;  // when the first of pending_ was gathered
+    int64_t lastWallMs_ = 0;      // wallTime of the last event received
     int64_t cursorId_ = 0;
     std::string cursorColl_ = "$cmd.aggregate";
     bool endedOnEvent_ = false;

@@ -39,6 +39,10 @@ struct Metadata {
     static constexpr const char* kRetries = "retries";
     static constexpr const char* kRefused = "refused";
     std::string tombstonesNs() const { return db + "." + kTombstones; }
+    std::string stateNs() const { return db + "." + kState; }
+    /// The state document a proxy writes when an archive read needs the lazy
+    /// feeder to write everything it gathered (CONSISTENCY.md, Lazy mode).
+    static constexpr const char* kFeederDemand = "feederDemand";
     /// {ns: "<db.coll>", id: <id>}: the _id of X's tombstone.
     static void appendTombstoneKey(bson_t* out, const char* key, const std::string& ns,
                                    const Id& id);

@@ -318,6 +318,9 @@ class ClientConnection : public net::FrameHandler {
     bson::Doc status();
     /// haloclinePauseFeeder: <millis> (0 resumes): docs/OPERATIONS.md.
     asio::awaitable<bson::Doc> pauseFeeder(const bson_iter_t& arg);
+    /// haloclineFlushFeeder: waits until the archive holds every write
+    /// acknowledged before it (docs/OPERATIONS.md).
+    asio::awaitable<bson::Doc> flushFeeder(const bson_t* cmd);
     asio::awaitable<bson::Doc> explainRouting(const bson_t* cmd, const std::string& db);
     /// explain: the chosen tier's plan plus a `halocline` section naming the tier and why.
     asio::awaitable<bson::Doc> explain(const wire::OpMsg& msg, const bson_t* cmd,
@@ -704,9 +707,8 @@ asio::awaitable<Status> ClientConnection::awaitFeeder(const std::string& ns, OpT
         co_return co_await p_.awaitApplied(after, ns, timeout, [this] { return slot_.killed(); });
     // Every write acknowledged before this read, through this proxy or any
     // other, is at or before the fast tier's time now.
-    auto r = co_await p_.fastClock().now();
+    auto r = co_await p_.writesBefore();
     if (!r.isOK()) co_return r.getStatus();
-    p_.state().noteFastTime(r.getValue());
     co_return co_await p_.awaitApplied(std::max(after, r.getValue()), ns, timeout,
                                        [this] { return slot_.killed(); });
 }
@@ -791,6 +793,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     }
     if (name == "haloclineStatus") co_return status();
     if (name == "haloclinePauseFeeder") co_return co_await pauseFeeder(first);
+    if (name == "haloclineFlushFeeder") co_return co_await flushFeeder(cmd);
     // The proxy's own operations and pools, as mongos answers for its own.
     if (name == "currentOp") co_return co_await currentOp(cmd, name);
     if (name == "killOp") co_return killOp(cmd);
@@ -1816,6 +1819,21 @@ asio::awaitable<bson::Doc> ClientConnection::pauseFeeder(const bson_iter_t& arg)
     co_return d;
 }
 
+asio::awaitable<bson::Doc> ClientConnection::flushFeeder(const bson_t* cmd) {
+    std::chrono::milliseconds timeout = p_.config().causalWaitTimeout;
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, cmd, "maxTimeMS") && BSON_ITER_HOLDS_NUMBER(&it) &&
+        bson_iter_as_int64(&it) > 0)
+        timeout = std::chrono::milliseconds(bson_iter_as_int64(&it));
+    Status st = co_await p_.awaitApplied(0, "every tiered collection", timeout,
+                                         [this] { return slot_.killed(); });
+    if (!st.isOK()) co_return errorDoc(st);
+    bson::Doc d;
+    appendOpTime(d.mut(), "appliedTime", p_.state().feederApplied.load());
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+    co_return d;
+}
+
 bson::Doc ClientConnection::status() {
     auto& s = p_.state();
     bson::Doc d;
@@ -1844,6 +1862,9 @@ bson::Doc ClientConnection::status() {
     BSON_APPEND_DOUBLE(&f, "lagSeconds", s.feederLagMillis.load() / 1000.0);
     BSON_APPEND_INT64(&f, "events", s.feederEvents.load());
     BSON_APPEND_INT64(&f, "archiveWrites", s.feederApplies.load());
+    BSON_APPEND_UTF8(&f, "mode", p_.config().feederLazy ? "lazy" : "eager");
+    appendOpTime(&f, "receivedTime", s.feederReceived.load());
+    BSON_APPEND_INT64(&f, "pendingDocuments", s.feederPending.load());
     if (int64_t until = s.feederPausedUntil.load(); until > wallMillis())
         BSON_APPEND_DATE_TIME(&f, "pausedUntil", until);
     else
@@ -2026,6 +2047,7 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       fastSessions_(fast_),
       archiveSessions_(archive_),
       fastClock_(fast_),
+      demandClock_(fast_, Metadata{cfg_.metadataDb}),
       users_(archive_, cfg_.userCacheInvalidation),
       tiers_{fast_, archive_, fastSessions_, Metadata{cfg_.metadataDb}},
       state_(cfg_),
@@ -2055,14 +2077,27 @@ Status Proxy::claimSession(const std::string& lsidId, const std::string& princip
     return Status::OK();
 }
 
+asio::awaitable<StatusWith<OpTime>> Proxy::writesBefore() {
+    if (!cfg_.feederLazy) {
+        auto r = co_await fastClock_.now();
+        if (r.isOK()) state_.noteFastTime(r.getValue());
+        co_return r;
+    }
+    // The demand is a write at time T: every write acknowledged before it is
+    // earlier, and the feeder applies up to T - 1 when the batch ends on it.
+    auto r = co_await demandClock_.now();
+    if (!r.isOK()) co_return r;
+    state_.noteFastTime(r.getValue());
+    co_return r.getValue() - 1;
+}
+
 asio::awaitable<Status> Proxy::awaitApplied(OpTime target, const std::string& ns,
                                             std::chrono::milliseconds timeout,
                                             const std::function<bool()>& killed) {
     SharedState& s = state_;
     if (target == 0) {
-        auto r = co_await fastClock_.now();
+        auto r = co_await writesBefore();
         if (!r.isOK()) co_return r.getStatus();
-        s.noteFastTime(r.getValue());
         target = r.getValue();
     }
     if (s.feederApplied.load() >= target) co_return Status::OK();

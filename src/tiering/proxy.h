@@ -43,7 +43,10 @@ class Proxy {
     // Used by client connections.
     const ProxyConfig& config() const { return cfg_; }
     Tier& fast() { return fast_; }
-    FastClock& fastClock() { return fastClock_; }
+    /// A time at or after every fast-tier write acknowledged before this call:
+    /// the fast tier's time now (a ping), or, with a lazy feeder, from the
+    /// demand that makes the feeder write what it gathered (FastClock).
+    asio::awaitable<StatusWith<OpTime>> writesBefore();
     Tier& archive() { return archive_; }
     Tiers& tiers() { return tiers_; }
     SharedState& state() { return state_; }
@@ -85,6 +88,7 @@ class Proxy {
     SessionPool fastSessions_;
     SessionPool archiveSessions_;
     FastClock fastClock_;
+    FastClock demandClock_;  // probes with the lazy feeder's demand
     UserCache users_;
     Tiers tiers_;
     SharedState state_;

@@ -91,6 +91,11 @@ struct SharedState {
     std::atomic<int64_t> feederLagMillis{0};
     std::atomic<int64_t> feederApplies{0};  // archive writes the feeder issued
     std::atomic<int64_t> feederEvents{0};   // change events it consumed
+    /// Every fast-tier event up to this time has reached the leader's feeder
+    /// (applied, or gathered by a lazy feeder).
+    std::atomic<OpTime> feederReceived{0};
+    /// Documents a lazy feeder gathered and has not written yet.
+    std::atomic<int64_t> feederPending{0};
     /// Until when (ms since the epoch) an operator paused the feeder, as the
     /// leader's feeder last read it (haloclinePauseFeeder); 0: not paused.
     std::atomic<int64_t> feederPausedUntil{0};

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "bson/doc.h"
@@ -37,12 +38,18 @@ int64_t nowMillis();
 /// a proxy promotes a document and then writes it, and an eviction between
 /// the two would make the write miss the document (see evictor.cpp). Only the
 /// leader's own feeder fills it, from its session start (`since`).
+///
+/// `pending` holds the documents whose events the feeder has received but not
+/// yet applied to the archive (a lazy feeder's gathering, or an eager one's
+/// batch while it is applied): the evictor leaves them alone, since the feeder
+/// will write a version it reads later (CONSISTENCY.md, The feeder, Lazy mode).
 struct RecentWrites {
     uint64_t gen = 0;        // the lease acquisition the feeder session belongs to
     int64_t since = 0;       // local ms when that session began recording
     OpTime seenThrough = 0;  // every event up to this cluster time is recorded
     std::unordered_map<std::string, int64_t> at;  // ns + '\0' + idKey -> local ms
     std::deque<std::pair<int64_t, std::string>> order;
+    std::unordered_set<std::string> pending;  // ns + '\0' + idKey
 
     static std::string key(const std::string& ns, const Id& id) { return ns + '\0' + idKey(id); }
     void reset(uint64_t g, int64_t now) {
@@ -51,6 +58,7 @@ struct RecentWrites {
         seenThrough = 0;
         at.clear();
         order.clear();
+        pending.clear();
     }
     void note(std::string k, int64_t now) {
         at[k] = now;

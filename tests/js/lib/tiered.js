@@ -376,6 +376,10 @@ function statusView(raw) {
           : null,
       appliedTime: raw.feeder ? raw.feeder.appliedTime ?? null : null,
       pausedUntil: raw.feeder ? raw.feeder.pausedUntil ?? null : null,
+      mode: raw.feeder ? raw.feeder.mode ?? null : null,
+      receivedTime: raw.feeder ? raw.feeder.receivedTime ?? null : null,
+      pending: raw.feeder ? num(raw.feeder.pendingDocuments ?? 0) : 0,
+      archiveWrites: raw.feeder ? num(raw.feeder.archiveWrites ?? 0) : 0,
     },
     routing: { fast: num(need(raw, 'routing.fast', raw)), archive: num(need(raw, 'routing.archive', raw)) },
     hitRatio: raw.hitRatio === null || raw.hitRatio === undefined ? null : num(raw.hitRatio),
@@ -743,6 +747,11 @@ class Tiered {
    */
   async waitFeederCaughtUp({ after, timeoutMs = DEFAULT_WAIT_MS } = {}) {
     if (!after) after = await this.writeBarrier();
+    // A lazy feeder writes what it gathered when asked (docs/OPERATIONS.md).
+    if ((await this.status()).feeder.mode === 'lazy') {
+      const c = await this.adminClient();
+      await c.db('admin').command({ haloclineFlushFeeder: 1, maxTimeMS: timeoutMs });
+    }
     const want = tsValue(after);
     let last;
     return waitUntil(

@@ -9,7 +9,7 @@
 // and the warmer are busy throughout) and against a plain `halocline store`. Every reply
 // must be identical; after the feeder has caught up the archive must hold exactly the
 // reference's documents, the fast tier only current copies of them, and no tombstone
-// may be left.
+// may be left. HALO_FEEDER_MODE=lazy runs it with a lazy feeder (differential_lazy.test.js).
 //
 // Replay a failure with HALO_SEED=<seed printed in the message>.
 
@@ -21,6 +21,8 @@ const { startTiered, makeRng, chooseSeed, show } = require('../lib/tiered');
 const { WorkloadState, runOp, diffOutcome, diffDocs, describe, brief, byId } = require('../lib/workload');
 
 const HORIZON_MS = 3000;
+// differential_lazy.test.js runs the same with a lazy feeder.
+const FEEDER_MODE = process.env.HALO_FEEDER_MODE || 'eager';
 const SEED = chooseSeed();
 const SEQ_OPS = Number(process.env.HALO_DIFF_OPS || 400);
 const CONC_CLIENTS = 4;
@@ -34,7 +36,8 @@ let ref;
 let refClient;
 let proxyClient;
 
-const replay = () => `seed ${SEED} (replay: HALO_SEED=${SEED} node --test tiering/differential.test.js)`;
+const replay = () =>
+  `seed ${SEED}, ${FEEDER_MODE} feeder (replay: HALO_SEED=${SEED} HALO_FEEDER_MODE=${FEEDER_MODE} node --test tiering/differential.test.js)`;
 
 function collOf(client, ns) {
   const [db, coll] = ns.split('.');
@@ -57,7 +60,11 @@ before(async () => {
     horizon: HORIZON_MS,
     guard: '1s',
     startProxy: false,
-    workers: { evictor: { interval: '100ms' }, warmer: { interval: '200ms', batchSize: 50 } },
+    workers: {
+      feeder: { mode: FEEDER_MODE, lazyDelay: '1m' },
+      evictor: { interval: '100ms' },
+      warmer: { interval: '200ms', batchSize: 50 },
+    },
   });
   ref = await startStore();
   refClient = new MongoClient(ref.uri(), { serverSelectionTimeoutMS: 10_000 });

@@ -53,6 +53,9 @@ TEST(ReproduceTest, ProxyConfigFollowsTheProxyInterface) {
     EXPECT_NE(tiered.find("coldWrites: true"), std::string::npos);
     EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, false).find("coldWrites: false"),
               std::string::npos);
+    EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, true, "lazy")
+                  .find("workers: {enabled: true, feeder: {mode: lazy}}"),
+              std::string::npos);
     std::string pass = proxyConfigYaml("f", "a", "30d", false);
     EXPECT_NE(pass.find("collections: []"), std::string::npos);
     EXPECT_NE(pass.find("workers: {enabled: false}"), std::string::npos);

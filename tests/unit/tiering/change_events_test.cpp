@@ -74,7 +74,7 @@ std::vector<std::string> idsOf(const TouchedIds& t, const std::string& ns) {
 
 class ClassifierTest : public ::testing::Test {
   protected:
-    ChangeBatchClassifier c{{"app.orders", "app.events"}, "halocline.tombstones"};
+    ChangeBatchClassifier c{{"app.orders", "app.events"}, Metadata{}};
 };
 
 TEST_F(ClassifierTest, CollectsDistinctIdsPerTieredCollection) {
@@ -116,7 +116,21 @@ TEST_F(ClassifierTest, RemovingATombstoneOrOtherEventsTouchNothing) {
     TouchedIds t = c.classify(b);
     EXPECT_EQ(t.events, 4);
     EXPECT_TRUE(t.byNs.empty());
+    EXPECT_FALSE(t.demanded);
     EXPECT_EQ(t.lastTime, ot(103, 1));
+}
+
+TEST_F(ClassifierTest, AProxysDemandIsNoticedAndTouchesNothing) {
+    // A lazy feeder writes what it gathered when a proxy updates this state document.
+    std::vector<bson::Doc> b;
+    b.push_back(event("insert", "app.orders", "1", 100, R"({})"));
+    b.push_back(event("update", "halocline.state", R"("feederDemand")", 101));
+    TouchedIds t = c.classify(b);
+    EXPECT_TRUE(t.demanded);
+    EXPECT_EQ(idsOf(t, "app.orders"), (std::vector<std::string>{R"({ "v" : 1 })"}));
+    b.clear();
+    b.push_back(event("update", "other.state", R"("feederDemand")", 102));
+    EXPECT_FALSE(c.classify(b).demanded);
 }
 
 TEST_F(ClassifierTest, SkipsTheInsertOfAPromotion) {

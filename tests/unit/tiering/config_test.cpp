@@ -22,6 +22,7 @@ tiering:
 workers:
   lease: 5s
   evictor: {interval: 200ms, maxDocsPerSecond: 100}
+  feeder: {mode: lazy, lazyDelay: 90s}
 )";
 
 TEST(ProxyConfig, LoadsAValidFile) {
@@ -36,6 +37,8 @@ TEST(ProxyConfig, LoadsAValidFile) {
     EXPECT_EQ(c.getValue().collections[1].ageField, "_id");
     EXPECT_EQ(c.getValue().lease, Millis(5000));
     EXPECT_EQ(c.getValue().evictorMaxDocsPerSecond, 100);
+    EXPECT_TRUE(c.getValue().feederLazy);
+    EXPECT_EQ(c.getValue().feederLazyDelay, Millis(90'000));
     EXPECT_NE(c.getValue().policyFor("shop.orders"), nullptr);
     EXPECT_EQ(c.getValue().policyFor("shop.other"), nullptr);
 }
@@ -89,6 +92,8 @@ TEST(ProxyConfig, RefusesInvalidFilesNamingTheKey) {
     expectRefused(tiers + "tiering: {colections: []}", "tiering.colections: unknown setting");
     expectRefused(tiers + "workers: {evictor: {maxDocsPerSecond: -3}}",
                   "workers.evictor.maxDocsPerSecond: must be a positive integer");
+    expectRefused(tiers + "workers: {feeder: {mode: sometimes}}",
+                  "workers.feeder.mode: must be eager or lazy");
     expectRefused("tiers: {fast: {uri: 'http://x'}, archive: {uri: 'mongodb://h:2'}}",
                   "tiers.fast.uri: must be a MongoDB connection string");
     expectRefused(tiers + "net: {port: 70000}", "net.port");
