@@ -88,8 +88,35 @@ bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out);
 /// Reads an embedded document or array field as a static (non-owning) bson_t.
 /// Returns false when absent or of another type.
 bool subDocument(const bson_t* doc, std::string_view field, bson_t* out);
+
 /// The same for the field `it` points at.
 bool subDocumentAt(const bson_iter_t& it, bson_t* out);
+
+/// Calls `visit(const bson_value_t&)` for every value at a dotted path, arrays
+/// unwound one level, as the distinct command collects them (the values point
+/// into `doc`).
+template <class Visit>
+void forEachValueAtPath(const bson_t* doc, std::string_view path, Visit&& visit) {
+    const auto dot = path.find('.');
+    const bool last = dot == std::string_view::npos;
+    bson_iter_t it;
+    if (!find(doc, path.substr(0, dot), &it)) return;
+    bson_t sub;
+    if (last && !BSON_ITER_HOLDS_ARRAY(&it)) {
+        visit(*bson_iter_value(&it));
+    } else if (!last && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        if (subDocumentAt(it, &sub)) forEachValueAtPath(&sub, path.substr(dot + 1), visit);
+    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t a;
+        bson_iter_recurse(&it, &a);
+        while (bson_iter_next(&a)) {
+            if (last)
+                visit(*bson_iter_value(&a));
+            else if (BSON_ITER_HOLDS_DOCUMENT(&a) && subDocumentAt(a, &sub))
+                forEachValueAtPath(&sub, path.substr(dot + 1), visit);
+        }
+    }
+}
 
 /// The bytes of a BinData or string field (a SASL payload): "" when absent;
 /// false when the field holds another type.

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "bson/compare.h"
 #include "bson/doc.h"
 
 namespace halo::tiering {
@@ -151,38 +153,303 @@ std::optional<MergedFind> planMergedFind(const bson_t* cmd, const std::string& d
     return q;
 }
 
-std::optional<CountWindow> countAsFind(const bson_t* cmd, int64_t maxDocs, bson::Doc* find) {
-    CountWindow w;
-    bson::Doc& f = *find;
+namespace {
+
+/// The options of a read command a merged find passes through to both tiers.
+bool passThroughOption(std::string_view k) {
+    return k == "hint" || k == "comment" || k == "maxTimeMS" || k == "readConcern" || k == "$db" ||
+           k == "lsid" || k == "$clusterTime" || k == "$readPreference" || k == "apiVersion" ||
+           k == "apiStrict" || k == "apiDeprecationErrors";
+}
+
+void appendProjection(bson_t* find, const char* field) {
+    bson_t proj;
+    BSON_APPEND_DOCUMENT_BEGIN(find, "projection", &proj);
+    BSON_APPEND_INT32(&proj, field, 1);
+    bson_append_document_end(find, &proj);
+}
+
+/// A count as mongod appends one: int32 when it fits.
+void appendCount(bson_t* out, const char* key, int64_t n) {
+    if (n <= std::numeric_limits<int32_t>::max())
+        BSON_APPEND_INT32(out, key, static_cast<int32_t>(n));
+    else
+        BSON_APPEND_INT64(out, key, n);
+}
+
+bool emptyDocument(const bson_iter_t& it) {
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&it, &len, &data);
+    return len <= 5;
+}
+
+/// A field name an aggregate stage outputs: non-empty, no '$' prefix, no dot.
+bool plainFieldName(std::string_view f) {
+    return !f.empty() && f[0] != '$' && f.find('.') == std::string_view::npos;
+}
+
+/// A distinct key the merged read collects like the store does: dotted field
+/// names, none empty or all digits (a projection and distinct treat array
+/// positions differently), no '$' prefix.
+bool plainDistinctKey(std::string_view key) {
+    if (key.empty() || key[0] == '$') return false;
+    size_t start = 0;
+    for (;;) {
+        size_t dot = key.find('.', start);
+        std::string_view part =
+            key.substr(start, dot == std::string_view::npos ? dot : dot - start);
+        if (part.empty() || std::all_of(part.begin(), part.end(), ::isdigit)) return false;
+        if (dot == std::string_view::npos) return true;
+        start = dot + 1;
+    }
+}
+
+/// The find of a count's or distinct's matches (at most maxDocs + 1): `count`
+/// or `distinct` names the collection, `query` is the filter.
+std::optional<MergedShape> countOrDistinct(std::string_view name, const bson_t* cmd,
+                                           int64_t maxDocs, bson::Doc* find) {
+    MergedShape s;
+    s.answer = name == "count" ? MergedShape::Answer::Count : MergedShape::Answer::Distinct;
+    s.rewritten = true;
+    s.bound = maxDocs + 1;
+    bool keyed = false;
+    bson_t* f = find->mut();
     bson_iter_t it;
     bson_iter_init(&it, cmd);
     while (bson_iter_next(&it)) {
         std::string_view k = bson_iter_key(&it);
-        if (k == "count") {
+        if (k == name) {
             if (!BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;
-            BSON_APPEND_UTF8(f.mut(), "find", bson_iter_utf8(&it, nullptr));
+            BSON_APPEND_UTF8(f, "find", bson_iter_utf8(&it, nullptr));
         } else if (k == "query") {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return std::nullopt;
-            bson_append_iter(f.mut(), "filter", 6, &it);
-        } else if (k == "skip" || k == "limit") {
+            bson_append_iter(f, "filter", 6, &it);
+        } else if (name == "count" && (k == "skip" || k == "limit")) {
             if (!BSON_ITER_HOLDS_NUMBER(&it)) return std::nullopt;
             double v = bson_iter_as_double(&it);
             if (v != std::floor(v) || (k == "skip" && v < 0)) return std::nullopt;
-            (k == "skip" ? w.skip : w.limit) = static_cast<int64_t>(std::fabs(v));
-        } else if (k == "hint" || k == "comment" || k == "maxTimeMS" || k == "readConcern" ||
-                   k == "$db" || k == "lsid" || k == "$clusterTime" || k == "$readPreference" ||
-                   k == "apiVersion" || k == "apiStrict" || k == "apiDeprecationErrors") {
-            bson_append_iter(f.mut(), nullptr, 0, &it);
+            (k == "skip" ? s.window.skip : s.window.limit) = static_cast<int64_t>(std::fabs(v));
+        } else if (name == "distinct" && k == "key") {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;
+            s.field = bson_iter_utf8(&it, nullptr);
+            keyed = true;
+        } else if (passThroughOption(k)) {
+            bson_append_iter(f, nullptr, 0, &it);
         } else {
             return std::nullopt;  // collation, a transaction, ...
         }
     }
-    bson_t proj;
-    BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "projection", &proj);
-    BSON_APPEND_INT32(&proj, "_id", 1);
-    bson_append_document_end(f.mut(), &proj);
-    BSON_APPEND_INT64(f.mut(), "limit", maxDocs + 1);
-    return w;
+    if (name == "distinct" && (!keyed || !plainDistinctKey(s.field))) return std::nullopt;
+    appendProjection(f, name == "count" ? "_id" : s.field.c_str());
+    BSON_APPEND_INT64(f, "limit", s.bound);
+    return s;
+}
+
+/// {$group: {_id: <constant>, <field>: {$sum: 1}}}: a count (the drivers'
+/// countDocuments ends in one).
+bool countGroup(const bson_iter_t& stage, MergedShape* s) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&stage)) return false;
+    bson_iter_t g;
+    bson_iter_recurse(&stage, &g);
+    bool haveId = false;
+    while (bson_iter_next(&g)) {
+        std::string_view k = bson_iter_key(&g);
+        if (k == "_id") {
+            if (BSON_ITER_HOLDS_DOCUMENT(&g) || BSON_ITER_HOLDS_ARRAY(&g)) return false;
+            if (BSON_ITER_HOLDS_UTF8(&g) && bson_iter_utf8(&g, nullptr)[0] == '$') return false;
+            bson_append_iter(s->groupId.mut(), "_id", 3, &g);
+            haveId = true;
+        } else {
+            if (!s->field.empty() || !plainFieldName(k) || !BSON_ITER_HOLDS_DOCUMENT(&g))
+                return false;
+            bson_iter_t acc;
+            bson_iter_recurse(&g, &acc);
+            if (!bson_iter_next(&acc) || std::string_view(bson_iter_key(&acc)) != "$sum" ||
+                !BSON_ITER_HOLDS_NUMBER(&acc) || bson_iter_as_double(&acc) != 1.0 ||
+                bson_iter_next(&acc))
+                return false;
+            s->field = k;
+        }
+    }
+    return haveId && !s->field.empty();
+}
+
+/// An aggregate of [$match][$sort][$skip][$limit][$project] in this order
+/// (the stages a find has), or [$match][$skip][$limit] then $count or a count
+/// $group: the find of its matches.
+std::optional<MergedShape> aggregateShape(const bson_t* cmd, int64_t maxDocs, bson::Doc* find) {
+    MergedShape s;
+    s.rewritten = true;
+    s.cursor = true;
+    bson::Doc stages;  // the find's filter, sort, skip, limit, projection
+    bson_t* f = find->mut();
+    bool havePipeline = false;
+    bson_iter_t it, pipeline;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "aggregate") {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;  // {aggregate: 1}
+            BSON_APPEND_UTF8(f, "find", bson_iter_utf8(&it, nullptr));
+        } else if (k == "pipeline") {
+            if (!BSON_ITER_HOLDS_ARRAY(&it)) return std::nullopt;
+            pipeline = it;
+            havePipeline = true;
+        } else if (k == "cursor") {
+            // The merged answer is one batch, whatever its batchSize.
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return std::nullopt;
+        } else if (k == "allowDiskUse") {
+            continue;
+        } else if (passThroughOption(k)) {
+            bson_append_iter(f, nullptr, 0, &it);
+        } else {
+            return std::nullopt;  // explain, collation, let, a transaction, ...
+        }
+    }
+    if (!havePipeline) return std::nullopt;
+    enum Order { kMatch, kSort, kSkip, kLimit, kProject, kCount };
+    int last = -1;
+    bool hasLimit = false;
+    bson_iter_t st;
+    bson_iter_recurse(&pipeline, &st);
+    while (bson_iter_next(&st)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st)) return std::nullopt;
+        bson_iter_t stage;
+        bson_iter_recurse(&st, &stage);
+        if (!bson_iter_next(&stage)) return std::nullopt;
+        std::string_view name = bson_iter_key(&stage);
+        int order = name == "$match"                       ? kMatch
+                    : name == "$sort"                      ? kSort
+                    : name == "$skip"                      ? kSkip
+                    : name == "$limit"                     ? kLimit
+                    : name == "$project"                   ? kProject
+                    : name == "$count" || name == "$group" ? kCount
+                                                           : -1;
+        if (order <= last || (last < 0 && order != kMatch)) return std::nullopt;
+        last = order;
+        bson_iter_t value = stage;
+        if (bson_iter_next(&stage)) return std::nullopt;  // two fields: not a stage
+        int64_t n = 0;
+        switch (order) {
+            case kMatch:
+            case kSort:
+            case kProject:
+                if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return std::nullopt;
+                if (order == kProject && emptyDocument(value)) return std::nullopt;  // an error
+                bson_append_iter(stages.mut(),
+                                 order == kMatch  ? "filter"
+                                 : order == kSort ? "sort"
+                                                  : "projection",
+                                 -1, &value);
+                break;
+            case kSkip:
+            case kLimit:
+                if (!BSON_ITER_HOLDS_NUMBER(&value)) return std::nullopt;
+                n = bson_iter_as_int64(&value);
+                if (static_cast<double>(n) != bson_iter_as_double(&value) ||
+                    n < (order == kSkip ? 0 : 1))
+                    return std::nullopt;
+                (order == kSkip ? s.window.skip : s.window.limit) = n;
+                hasLimit = hasLimit || order == kLimit;
+                break;
+            case kCount:
+                s.answer = MergedShape::Answer::Count;
+                if (name == "$count") {
+                    if (!BSON_ITER_HOLDS_UTF8(&value) ||
+                        !plainFieldName(bson_iter_utf8(&value, nullptr)))
+                        return std::nullopt;
+                    s.field = bson_iter_utf8(&value, nullptr);
+                } else if (!countGroup(value, &s)) {
+                    return std::nullopt;
+                }
+                break;
+        }
+    }
+    if (last < 0) return std::nullopt;
+    bson_iter_t sf;
+    bson_iter_init(&sf, stages.get());
+    const bool counting = s.answer == MergedShape::Answer::Count;
+    while (bson_iter_next(&sf)) {
+        std::string_view k = bson_iter_key(&sf);
+        if (counting && k != "filter") continue;  // a count's order and shape do not matter
+        bson_append_iter(f, nullptr, 0, &sf);
+    }
+    if (counting) {
+        appendProjection(f, "_id");
+        s.bound = maxDocs + 1;
+    } else {
+        if (s.window.skip) BSON_APPEND_INT64(f, "skip", s.window.skip);
+        if (!hasLimit) {
+            // Unlimited: read at most maxDocs (skipped ones included) and one more.
+            if (s.window.skip > maxDocs) return std::nullopt;
+            s.bound = maxDocs + 1 - s.window.skip;
+            s.window.limit = s.bound;
+        }
+        s.window.skip = 0;
+    }
+    BSON_APPEND_INT64(f, "limit", counting ? s.bound : s.window.limit);
+    return s;
+}
+
+/// Appends the distinct values of `key` in `docs` (arrays unwound one level,
+/// equal values once, in the order first met) as `values`.
+void appendDistinctValues(bson_t* out, const std::vector<bson::Doc>& docs, std::string_view key) {
+    std::vector<bson_value_t> distinct;
+    for (const auto& d : docs)
+        bson::forEachValueAtPath(d.get(), key, [&](const bson_value_t& v) {
+            for (const auto& x : distinct)
+                if (bson::compareValues(x, v, nullptr) == 0) return;
+            distinct.push_back(v);
+        });
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(out, "values", &arr);
+    ArrayKey k;
+    for (size_t i = 0; i < distinct.size(); ++i) bson_append_value(&arr, k(i), -1, &distinct[i]);
+    bson_append_array_end(out, &arr);
+}
+
+void appendCursor(bson_t* out, const std::string& ns, const std::vector<bson::Doc>& docs) {
+    bson_t cursor, batch;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "cursor", &cursor);
+    BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
+    ArrayKey key;
+    for (size_t i = 0; i < docs.size(); ++i)
+        bson_append_document(&batch, key(i), -1, docs[i].get());
+    bson_append_array_end(&cursor, &batch);
+    BSON_APPEND_INT64(&cursor, "id", 0);
+    BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+    bson_append_document_end(out, &cursor);
+}
+
+}  // namespace
+
+std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs,
+                                       bson::Doc* find) {
+    if (maxDocs <= 0) return std::nullopt;
+    if (name == "find") return MergedShape{};
+    if (name == "count" || name == "distinct") return countOrDistinct(name, cmd, maxDocs, find);
+    if (name == "aggregate") return aggregateShape(cmd, maxDocs, find);
+    return std::nullopt;
+}
+
+void MergedShape::appendReply(bson_t* out, const std::string& ns,
+                              const std::vector<bson::Doc>& docs) const {
+    if (answer == Answer::Documents) return appendCursor(out, ns, docs);
+    if (answer == Answer::Distinct) return appendDistinctValues(out, docs, field);
+    const int64_t n = window.apply(static_cast<int64_t>(docs.size()));
+    if (!cursor) return appendCount(out, "n", n);
+    // An aggregate's count: one document, none when nothing matched (as $group and $count).
+    std::vector<bson::Doc> one;
+    if (n > 0) {
+        bson::Doc d;
+        bson_iter_t it;
+        bson_iter_init(&it, groupId.get());
+        while (bson_iter_next(&it)) bson_append_iter(d.mut(), nullptr, 0, &it);
+        appendCount(d.mut(), field.c_str(), n);
+        one.push_back(std::move(d));
+    }
+    appendCursor(out, ns, one);
 }
 
 asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, const MergedFind& q) {

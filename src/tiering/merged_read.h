@@ -47,7 +47,7 @@ struct MergedFind {
 /// then answers with its own error).
 std::optional<MergedFind> planMergedFind(const bson_t* cmd, const std::string& db, int64_t maxDocs);
 
-/// A count command's skip and limit, applied to the number of matches.
+/// A count's skip and limit, applied to the number of matches.
 struct CountWindow {
     int64_t skip = 0;
     int64_t limit = 0;  // 0: none
@@ -57,11 +57,38 @@ struct CountWindow {
     }
 };
 
-/// A `count` as the find of its matches' _ids, at most `maxDocs` + 1 of them
-/// (more: the caller cannot answer it merged), written to `find`; nullopt when
-/// the count has an option a merged read cannot honour (planMergedFind decides
-/// the rest).
-std::optional<CountWindow> countAsFind(const bson_t* cmd, int64_t maxDocs, bson::Doc* find);
+/// How a read command is answered from a merged find: `find` as it is; a
+/// `count`, a `distinct` and an `aggregate` of a leading `$match` followed by
+/// stages a find has (`$sort`, `$skip`, `$limit`, `$project`) or ending in a
+/// count (`$count`, or the drivers' `countDocuments` `$group`) as a rewritten find.
+struct MergedShape {
+    enum class Answer { Documents, Count, Distinct };
+    Answer answer = Answer::Documents;
+    /// The find is a rewrite (written to the caller's `find`), not the command.
+    bool rewritten = false;
+    /// When positive, the find's own limit, added because the command has none:
+    /// a find that returns this many documents does not hold the whole answer,
+    /// which needs more than a merged read takes (the feeder wait instead).
+    int64_t bound = 0;
+    /// The answer is an aggregate's cursor (of documents, or of one count document).
+    bool cursor = false;
+    CountWindow window;  // Count
+    /// Distinct: the key. Count in a cursor: the output field.
+    std::string field;
+    /// Count in a cursor from a $group: its constant `_id` ({_id: value}); empty for $count.
+    bson::Doc groupId;
+
+    /// The command's reply body (without ok and the clock) from the merged documents:
+    /// a cursor of them, `n`, `values`, or a cursor of the count document.
+    void appendReply(bson_t* out, const std::string& ns, const std::vector<bson::Doc>& docs) const;
+};
+
+/// The shape of `name` as a merged read, writing the rewritten find to `find`;
+/// nullopt when the command has an option or a stage a merged read cannot honour
+/// (collation, let, a transaction, explain, a distinct key with a numeric
+/// component or `$`, ...). planMergedFind then decides the find itself.
+std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs,
+                                       bson::Doc* find);
 
 /// Why runMergedFind gave up without an error of a tier: the caller falls back
 /// to the feeder wait (documents kept moving, or the answer is too large).

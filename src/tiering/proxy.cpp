@@ -346,7 +346,6 @@ class ClientConnection : public net::FrameHandler {
                                const std::function<int64_t(int64_t)>& mapCursor);
     void appendClock(bson_t* out, OpTime operationTime);
     /// A find's reply holding every document of a merged read (no cursor left open).
-    bson::Doc mergedReply(const std::string& ns, std::vector<bson::Doc>& docs);
 
     asio::awaitable<bson::Doc> getMore(const bson_t* cmd);
     asio::awaitable<bson::Doc> killCursors(const bson_t* cmd);
@@ -656,23 +655,6 @@ bson::Doc ClientConnection::rewriteReplyWith(Tier& tier, const bson_t* reply,
     }
     if (!fromFast) opTime = p_.state().fastClusterTime.load();
     appendClock(out.mut(), opTime);
-    return out;
-}
-
-bson::Doc ClientConnection::mergedReply(const std::string& ns, std::vector<bson::Doc>& docs) {
-    bson::Doc out;
-    bson_t cursor, batch;
-    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "cursor", &cursor);
-    BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
-    ArrayKey key;
-    for (size_t i = 0; i < docs.size(); ++i)
-        bson_append_document(&batch, key(i), -1, docs[i].get());
-    bson_append_array_end(&cursor, &batch);
-    BSON_APPEND_INT64(&cursor, "id", 0);
-    BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
-    bson_append_document_end(out.mut(), &cursor);
-    BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
-    appendClock(out.mut(), p_.state().fastClusterTime.load());
     return out;
 }
 
@@ -1184,31 +1166,28 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
         co_return rewriteReply(p_.archive(), ar.getValue().get(), p.ns, false);
     }
     prog->routedArchive++;
-    if (name == "find" || name == "count") {
+    if (name == "find" || name == "count" || name == "distinct" || name == "aggregate") {
         auto [db, coll] = splitNs(p.ns);
         const int64_t most = p_.config().mergedReadLimit;
-        // A count is a merged find of the _ids (at most mergedReadLimit of them).
-        std::optional<CountWindow> count;
+        // A count, a distinct and an aggregate of find's stages are merged
+        // finds of their matches (at most mergedReadLimit documents).
         bson::Doc asFind;
-        if (name == "count") {
-            count = countAsFind(cmd, most, &asFind);
-            if (!count) asFind = bson::Doc();
-        }
-        const bson_t* findCmd = count ? asFind.get() : cmd;
+        std::optional<MergedShape> shape = mergedShape(name, cmd, most, &asFind);
         std::optional<MergedFind> plan;
-        if (name == "find" || count) plan = planMergedFind(findCmd, db, count ? most + 1 : most);
+        if (shape)
+            plan = planMergedFind(shape->rewritten ? asFind.get() : cmd, db,
+                                  shape->bound > 0 ? most + 1 : most);
         if (plan) {
             auto merged = co_await runMergedFind(p_.tiers(), *plan);
-            if (merged.isOK() && count && static_cast<int64_t>(merged.getValue().size()) > most) {
+            if (merged.isOK() && shape->bound > 0 &&
+                static_cast<int64_t>(merged.getValue().size()) >= shape->bound) {
                 // More matches than a merged read takes: the feeder wait below.
             } else if (merged.isOK()) {
                 prog->mergedReads++;
-                if (!count) co_return mergedReply(p.ns, merged.getValue());
                 bson::Doc d;
-                BSON_APPEND_INT64(d.mut(), "n",
-                                  count->apply(static_cast<int64_t>(merged.getValue().size())));
+                shape->appendReply(d.mut(), p.ns, merged.getValue());
                 BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
-                appendClock(d.mut(), 0);
+                appendClock(d.mut(), p_.state().fastClusterTime.load());
                 co_return d;
             } else if (merged.getStatus().reason() != kMergedFallback) {
                 co_return errorDoc(merged.getStatus());

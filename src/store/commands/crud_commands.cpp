@@ -1143,42 +1143,6 @@ void runCount(OperationContext& op, bson_t* reply) {
 
 HALO_REGISTER_COMMAND(CommandSpec{{"count"}, runCount});
 
-/// Every value at a dotted path, arrays unwound one level (as distinct does).
-void valuesAtPath(const bson_t* doc, std::string_view path, std::vector<bson_value_t>* out) {
-    auto dot = path.find('.');
-    std::string head(path.substr(0, dot));
-    bson_iter_t it;
-    if (!bson::find(doc, head, &it)) return;
-    if (dot == std::string_view::npos) {
-        if (BSON_ITER_HOLDS_ARRAY(&it)) {
-            bson_iter_t a;
-            bson_iter_recurse(&it, &a);
-            while (bson_iter_next(&a)) out->push_back(*bson_iter_value(&a));
-        } else {
-            out->push_back(*bson_iter_value(&it));
-        }
-        return;
-    }
-    std::string_view rest = path.substr(dot + 1);
-    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        bson_t sub;
-        bson::subDocument(doc, head, &sub);
-        valuesAtPath(&sub, rest, out);
-    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
-        bson_iter_t a;
-        bson_iter_recurse(&it, &a);
-        while (bson_iter_next(&a)) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&a)) continue;
-            uint32_t len;
-            const uint8_t* data;
-            bson_iter_document(&a, &len, &data);
-            bson_t sub;
-            bson_init_static(&sub, data, len);
-            valuesAtPath(&sub, rest, out);
-        }
-    }
-}
-
 void runDistinct(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     bson_iter_t it;
@@ -1211,21 +1175,13 @@ void runDistinct(OperationContext& op, bson_t* reply) {
         std::vector<bson_value_t> distinct;
         size_t bytes = 0;
         while (auto d = exec.next(*s)) {
-            std::vector<bson_value_t> vals;
-            valuesAtPath(d->get(), key, &vals);
             bool keep = false;
-            for (const auto& v : vals) {
-                bool seen = false;
+            bson::forEachValueAtPath(d->get(), key, [&](const bson_value_t& v) {
                 for (const auto& x : distinct)
-                    if (bson::compareValues(x, v, collator.get()) == 0) {
-                        seen = true;
-                        break;
-                    }
-                if (!seen) {
-                    distinct.push_back(v);
-                    keep = true;
-                }
-            }
+                    if (bson::compareValues(x, v, collator.get()) == 0) return;
+                distinct.push_back(v);
+                keep = true;
+            });
             if (keep) {
                 bytes += d->size();
                 holders.push_back(std::move(*d));

@@ -15,6 +15,9 @@
 // Reads during the load are checked against the same bookkeeping (read-your-writes,
 // including right after a restart of the proxy).
 //
+// HALO_FEEDER_MODE=lazy runs it with a lazy feeder (fault_lazy.test.js): the archive then
+// lags on purpose, and reads that cannot be merged ask the feeder for its gathering.
+//
 // Replay a failure's schedule and workload with HALO_SEED=<seed printed in the message>.
 
 const { test, after } = require('node:test');
@@ -22,6 +25,7 @@ const assert = require('node:assert/strict');
 const { startTiered, makeRng, chooseSeed, waitUntil, show, isNetworkError, durationMs } = require('../lib/tiered');
 
 const SEED = chooseSeed();
+const FEEDER_MODE = process.env.HALO_FEEDER_MODE || 'eager';
 const HORIZON = '2s';
 const H = durationMs(HORIZON);
 const WRITERS = 4;
@@ -33,7 +37,8 @@ after(async () => {
   if (t) await t.cleanup();
 });
 
-const replay = () => `seed ${SEED} (replay: HALO_SEED=${SEED} node --test tiering/fault.test.js)`;
+const replay = () =>
+  `seed ${SEED}, ${FEEDER_MODE} feeder (replay: HALO_SEED=${SEED} HALO_FEEDER_MODE=${FEEDER_MODE} node --test tiering/fault.test.js)`;
 
 /**
  * Per-document bookkeeping. `states` lists the states the document may be in: exactly one
@@ -89,7 +94,12 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
     horizon: HORIZON,
     guard: '500ms',
     causalWaitTimeout: '10s',
-    workers: { lease: '3s', evictor: { interval: '100ms' }, warmer: { interval: '200ms' } },
+    workers: {
+      lease: '3s',
+      feeder: { mode: FEEDER_MODE, lazyDelay: '1m' },
+      evictor: { interval: '100ms' },
+      warmer: { interval: '200ms' },
+    },
   });
   await t.waitHealthy();
 

@@ -2,9 +2,9 @@
 // The lazy feeder (workers.feeder.mode: lazy; docs/CONSISTENCY.md, The feeder, Lazy mode):
 // it gathers the documents the application writes and writes each to the archive once,
 // when lazyDelay has passed or when a read that cannot be merged needs the archive
-// current. Meanwhile every read through the proxy sees every write (merged finds and
-// counts, `_id` lookups without asking the feeder; distinct and aggregate after asking
-// it); the evictor leaves a gathered document in the fast tier until the archive has
+// current. Meanwhile every read through the proxy sees every write (merged finds,
+// counts and distincts, `_id` lookups without asking the feeder; collated finds and
+// aggregations after asking it); the evictor leaves a gathered document in the fast tier until the archive has
 // it (its copy differs); and a leader killed with everything gathered loses nothing: its successor
 // replays the change stream from the last token it saved.
 
@@ -51,7 +51,7 @@ async function waitReceived() {
   });
 }
 
-test('the lazy feeder gathers writes, reads see them all, and one demand writes each document once', async () => {
+test('the lazy feeder gathers writes, reads see them all, merged reads ask nothing, and one demand writes each document once', async () => {
   await t.waitFeederCaughtUp();
   const now = Date.now();
   await orders.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: `new${i}`, date: new Date(now), kind: 1, n: 0 })));
@@ -73,9 +73,15 @@ test('the lazy feeder gathers writes, reads see them all, and one demand writes 
   assert.equal(counted.n, 10 + 19);
   assert.equal((await t.status()).feeder.pending, 21, 'a merged read asked the feeder for nothing');
 
-  // distinct cannot be merged: it asks the feeder to write what it gathered first.
   const kinds = await orders.distinct('n', { kind: 1 });
   assert.deepEqual(kinds.sort((a, b) => a - b), [1, 4, 5, 7, 10, 13, 16, 19, 22, 25, 28]);
+  assert.equal((await t.status()).feeder.pending, 21, 'a merged distinct asked the feeder for nothing');
+
+  // A collated find cannot be merged (the proxy compares binary): it asks the feeder
+  // to write what it gathered first, then reads the archive.
+  const collated = await orders.find({ kind: 1 }, { collation: { locale: 'en', strength: 2 } }).toArray();
+  assert.equal(collated.length, 29);
+  assert.ok(collated.filter((d) => String(d._id).startsWith('new')).every((d) => d.n === 5), show(collated));
   const flushed = await t.status();
   assert.equal(flushed.feeder.pending, 0, show(flushed.raw));
   // Each document once: 19 replacements and 2 deletes, where an eager feeder would

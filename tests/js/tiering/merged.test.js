@@ -6,8 +6,8 @@
 // regresses an updated document, comes from the merge. A model of the collection gives
 // the expected answer of each of many random finds (filter, sort, skip, limit,
 // projection) after random inserts, updates (of archive-only and fast documents) and
-// deletes, and of `count` commands; finds and aggregations the proxy cannot merge still
-// wait and give up with 262.
+// deletes, and of `count` and `distinct` commands; finds and aggregations the proxy cannot
+// merge still wait and give up with 262.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -123,6 +123,45 @@ test('a count command is merged too: it equals the model with no feeder, skip an
   assert.equal((await shop.command({ count: 'orders' })).n, model.size, 'no query: the whole collection');
 });
 
+test('a distinct is merged too: its values equal the model\'s with no feeder, arrays unwound', async () => {
+  const shop = (await t.client({ retryReads: false })).db('shop');
+  const sorted = (vals) => [...vals].sort((a, b) => a - b);
+  const values = (field, rows) => sorted(new Set(rows.flatMap((d) => (Array.isArray(d[field]) ? d[field] : [d[field]]))));
+  for (const kind of [0, 1, 2]) {
+    const rows = [...model.values()].filter((d) => d.kind === kind);
+    assert.deepEqual(sorted(await orders.distinct('n', { kind })), values('n', rows), `n of kind ${kind}`);
+    assert.deepEqual(sorted(await orders.distinct('tags', { kind })), values('tags', rows), `tags of kind ${kind}`);
+  }
+  assert.deepEqual(sorted(await orders.distinct('kind')), values('kind', [...model.values()]));
+  // A key with a numeric component is left to the tier (here: a 262 with no feeder).
+  await expectServerError(shop.command({ distinct: 'orders', key: 'tags.0', query: {} }), 262);
+});
+
+test('an aggregate of find\'s stages, or ending in a count, is merged: it equals the model with no feeder', async () => {
+  for (let q = 0; q < 12; q++) {
+    const spec = { kind: pick(3), nBelow: pick(2) ? undefined : pick(1000), sortDir: pick(2) ? 1 : -1, skip: pick(3) * pick(8), limit: 1 + pick(30) };
+    const match = { kind: spec.kind };
+    if (spec.nBelow !== undefined) match.n = { $lt: spec.nBelow };
+    const got = await orders.aggregate([
+      { $match: match }, { $sort: { n: spec.sortDir, _id: spec.sortDir } }, { $skip: spec.skip }, { $limit: spec.limit }, { $project: { n: 1 } },
+    ]).toArray();
+    assert.deepEqual(got, expected(spec), show({ spec }));
+    // Without a $limit: every match (fewer than mergedReadLimit).
+    const all = await orders.aggregate([{ $match: match }, { $sort: { n: spec.sortDir, _id: spec.sortDir } }, { $project: { n: 1 } }]).toArray();
+    assert.deepEqual(all, expected({ ...spec, skip: 0, limit: model.size }), show({ spec, all: true }));
+    const matching = expected({ ...spec, skip: 0, limit: model.size }).length;
+    assert.equal(await orders.countDocuments(match), matching, show({ spec, countDocuments: true }));
+    assert.equal(await orders.countDocuments(match, { skip: spec.skip, limit: spec.limit }), Math.min(spec.limit, Math.max(0, matching - spec.skip)));
+    const counted = await orders.aggregate([{ $match: match }, { $count: 'total' }]).toArray();
+    assert.deepEqual(counted, matching ? [{ total: matching }] : [], show({ spec, $count: true }));
+  }
+  // A count of nothing is an empty cursor, as on mongod.
+  assert.deepEqual(await orders.aggregate([{ $match: { kind: 99 } }, { $group: { _id: null, n: { $sum: 1 } } }]).toArray(), []);
+  assert.equal(await orders.countDocuments({ kind: 99 }), 0);
+  const routing = (await t.status()).coll(NS).routing;
+  assert.ok(routing.merged >= 8 * 12 + 12 * 5 + 2, show(routing));
+});
+
 test('a merged read sees the caller\'s own write at once, and hides a document deleted through the proxy', async () => {
   // Two documents the archive holds (and the random writes left alive).
   const archived = new Set((await t.tierDocs('archive', NS)).map((d) => d._id));
@@ -139,10 +178,11 @@ test('a merged read sees the caller\'s own write at once, and hides a document d
   assert.notEqual(archive.find((d) => d._id === kept).kind, 9);
 });
 
-test('finds the proxy cannot merge (no limit, a collation) and counts still wait for the feeder, and give up with 262', async () => {
+test('reads the proxy cannot merge (a find without a limit, a collation, a $group by a field) still wait for the feeder, and give up with 262', async () => {
   await expectServerError(orders.find({ kind: 1 }).toArray(), 262);
-  await expectServerError(orders.countDocuments({ kind: 1 }), 262);
   await expectServerError(orders.find({ kind: 1 }).limit(5).collation({ locale: 'en', strength: 2 }).toArray(), 262);
+  await expectServerError(orders.aggregate([{ $match: { kind: 1 } }, { $group: { _id: '$kind', n: { $sum: 1 } } }]).toArray(), 262);
+  await expectServerError(orders.aggregate([{ $sort: { n: 1 } }, { $limit: 3 }]).toArray(), 262);
 });
 
 test('a bad filter in a find that would merge gets the tier\'s own error, not a wait', async () => {

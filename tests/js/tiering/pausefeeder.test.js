@@ -66,8 +66,10 @@ test('while the feeder is paused, writes, _id lookups and merged finds go on; wa
   assert.deepEqual(mergedNew.map((d) => d._id), ['new', 10]);
   const withNew = await orders.find({ _id: { $in: ['new', 4, 5] } }).sort({ _id: 1 }).limit(5).toArray();
   assert.deepEqual(withNew.map((d) => d._id), [5, 'new']);
-  // A count must wait for the feeder: it gives up rather than answer without the writes.
-  await expectServerError(orders.countDocuments({ kind: 1 }), 262);
+  // A merged count sees the writes; a $group by a field cannot be merged: it must wait for
+  // the feeder, and gives up rather than answer without the writes.
+  assert.equal(await orders.countDocuments({ kind: 1 }), 17); // 16 old (ids 1, 4, ..., 49 minus 4) + 'new'
+  await expectServerError(orders.aggregate([{ $match: { kind: 1 } }, { $group: { _id: '$kind', n: { $sum: 1 } } }]).toArray(), 262);
 
   // Nothing reached the archive through the feeder (the cold writes were made there).
   assert.equal(await archive.findOne({ _id: 'new' }), null);
@@ -81,5 +83,6 @@ test('while the feeder is paused, writes, _id lookups and merged finds go on; wa
   assert.equal((await t.status()).feeder.pausedUntil, null);
   assert.equal((await archive.findOne({ _id: 'new' })).n, 11);
   assert.equal(await archive.findOne({ _id: 'recent' }), null);
-  assert.equal(await orders.countDocuments({ kind: 1 }), 17); // 16 old (ids 1, 4, ..., 49 minus 4) + 'new'
+  const grouped = await orders.aggregate([{ $match: { kind: 1 } }, { $group: { _id: '$kind', n: { $sum: 1 } } }]).toArray();
+  assert.deepEqual(grouped, [{ _id: 1, n: 17 }]);
 });
