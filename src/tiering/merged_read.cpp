@@ -422,12 +422,38 @@ void appendCursor(bson_t* out, const std::string& ns, const std::vector<bson::Do
     bson_append_document_end(out, &cursor);
 }
 
+/// A find with a limit is merged as it is; one without (or with `limit: 0`)
+/// reads at most maxDocs (skipped ones included) and one more.
+std::optional<MergedShape> findShape(const bson_t* cmd, int64_t maxDocs, bson::Doc* find) {
+    MergedShape s;
+    int64_t skip = 0;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        int64_t v = 0;
+        if (k == "limit" && !(positiveInteger(it, &v, true) && v == 0)) return s;
+        if (k == "skip" && !positiveInteger(it, &skip, true)) return s;
+        // One batch of batchSize: the merged answer is one batch of everything.
+        if (k == "singleBatch" && bson_iter_as_bool(&it)) return s;
+    }
+    if (skip > maxDocs) return s;
+    s.rewritten = true;
+    s.bound = maxDocs + 1 - skip;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it))
+        if (std::string_view(bson_iter_key(&it)) != "limit")
+            bson_append_iter(find->mut(), nullptr, 0, &it);
+    BSON_APPEND_INT64(find->mut(), "limit", s.bound);
+    return s;
+}
+
 }  // namespace
 
 std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs,
                                        bson::Doc* find) {
     if (maxDocs <= 0) return std::nullopt;
-    if (name == "find") return MergedShape{};
+    if (name == "find") return findShape(cmd, maxDocs, find);
     if (name == "count" || name == "distinct") return countOrDistinct(name, cmd, maxDocs, find);
     if (name == "aggregate") return aggregateShape(cmd, maxDocs, find);
     return std::nullopt;

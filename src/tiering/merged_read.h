@@ -57,7 +57,8 @@ struct CountWindow {
     }
 };
 
-/// How a read command is answered from a merged find: `find` as it is; a
+/// How a read command is answered from a merged find: `find` as it is (given
+/// a limit of maxDocs + 1 when it has none, unless it asks for a single batch); a
 /// `count`, a `distinct` and an `aggregate` of a leading `$match` followed by
 /// stages a find has (`$sort`, `$skip`, `$limit`, `$project`) or ending in a
 /// count (`$count`, or the drivers' `countDocuments` `$group`) as a rewritten find.

@@ -162,6 +162,16 @@ test('an aggregate of find\'s stages, or ending in a count, is merged: it equals
   assert.ok(routing.merged >= 8 * 12 + 12 * 5 + 2, show(routing));
 });
 
+test('a find without a limit is merged while its matches fit in mergedReadLimit', async () => {
+  for (const kind of [0, 1, 2]) {
+    const want = expected({ kind, sortDir: 1, skip: 0, limit: model.size });
+    const got = await orders.find({ kind }, { projection: { n: 1 } }).sort({ n: 1, _id: 1 }).toArray();
+    assert.deepEqual(got, want, `kind ${kind}`);
+    const skipped = await orders.find({ kind }, { projection: { n: 1 } }).sort({ n: 1, _id: 1 }).skip(5).batchSize(7).toArray();
+    assert.deepEqual(skipped, want.slice(5), `kind ${kind}, skip 5`);
+  }
+});
+
 test('a merged read sees the caller\'s own write at once, and hides a document deleted through the proxy', async () => {
   // Two documents the archive holds (and the random writes left alive).
   const archived = new Set((await t.tierDocs('archive', NS)).map((d) => d._id));
@@ -178,8 +188,8 @@ test('a merged read sees the caller\'s own write at once, and hides a document d
   assert.notEqual(archive.find((d) => d._id === kept).kind, 9);
 });
 
-test('reads the proxy cannot merge (a find without a limit, a collation, a $group by a field) still wait for the feeder, and give up with 262', async () => {
-  await expectServerError(orders.find({ kind: 1 }).toArray(), 262);
+test('reads the proxy cannot merge (a collation, a $group by a field, one batch of a find without a limit) still wait for the feeder, and give up with 262', async () => {
+  await expectServerError(orders.find({ kind: 1 }, { singleBatch: true, batchSize: 5 }).toArray(), 262);
   await expectServerError(orders.find({ kind: 1 }).limit(5).collation({ locale: 'en', strength: 2 }).toArray(), 262);
   await expectServerError(orders.aggregate([{ $match: { kind: 1 } }, { $group: { _id: '$kind', n: { $sum: 1 } } }]).toArray(), 262);
   await expectServerError(orders.aggregate([{ $sort: { n: 1 } }, { $limit: 3 }]).toArray(), 262);
