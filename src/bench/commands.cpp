@@ -134,6 +134,11 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
         ->add_option("--feeder-mode", r.feederMode,
                      "The proxy's workers.feeder.mode (eager or lazy; default: the proxy's)")
         ->check(CLI::IsMember({"eager", "lazy"}));
+    f.reproduce
+        ->add_option("--feeder-lazy-delay", r.feederLazyDelay,
+                     "workers.feeder.lazyDelay with --feeder-mode lazy (shorter than a run, so "
+                     "that its writes fall inside the measured runs)")
+        ->capture_default_str();
     f.reproduce->add_option("--recordcount", r.recordCount,
                             "Archive documents (default 10,000,000; quick 200,000)");
     f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,

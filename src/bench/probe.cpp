@@ -115,4 +115,14 @@ Status pauseFeeder(const std::string& proxyUri, int64_t millis) {
     return s;
 }
 
+Status flushFeeder(const std::string& proxyUri, int64_t maxTimeMs) {
+    bson_t reply;
+    Status s = runCommand(
+        proxyUri, "admin",
+        BCON_NEW("haloclineFlushFeeder", BCON_INT32(1), "maxTimeMS", BCON_INT64(maxTimeMs)),
+        &reply);
+    bson_destroy(&reply);
+    return s;
+}
+
 }  // namespace halo::bench

@@ -45,5 +45,8 @@ StatusWith<ProxyStatus> proxyStatus(const std::string& proxyUri);
 
 /// haloclinePauseFeeder: pauses the proxy's feeder for `millis` (0: resumes it).
 Status pauseFeeder(const std::string& proxyUri, int64_t millis);
+/// haloclineFlushFeeder: waits (at most `maxTimeMs`) until a lazy feeder has
+/// written every document it gathered.
+Status flushFeeder(const std::string& proxyUri, int64_t maxTimeMs);
 
 }  // namespace halo::bench

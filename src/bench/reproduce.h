@@ -28,6 +28,9 @@ struct ReproduceOptions {
     std::string horizon = "30d";  // the tiering age of ycsb.usertable
     bool coldWrites = true;       // the proxy's tiering.coldWrites (an A/B switch)
     std::string feederMode;       // workers.feeder.mode; empty: the proxy's default
+    // workers.feeder.lazyDelay with a lazy feeder: shorter than a run, so that its
+    // writes fall inside the measured runs rather than after them.
+    std::string feederLazyDelay = "10s";
     int fieldCount = 10;
     int fieldLength = 26;  // ~415-byte documents: 10 M of them are 16x a 256 MB cache
     // Zero: the mode's default (resolveDefaults).
@@ -68,9 +71,10 @@ int passingSecond(const std::vector<double>& alone, const std::vector<double>& t
 int64_t parseHorizonMillis(const std::string& h);
 /// The proxy's YAML: ycsb.usertable tiered on `date` (or no tiered collection at all,
 /// a pure pass-through to the archive), workers on or off, and the feeder's
-/// mode when `feederMode` is not empty.
+/// mode when `feederMode` is not empty (with `lazyDelay` when it is lazy).
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
                             const std::string& horizon, bool tiered, bool coldWrites = true,
-                            const std::string& feederMode = "");
+                            const std::string& feederMode = "",
+                            const std::string& lazyDelay = "10s");
 
 }  // namespace halo::bench

@@ -53,8 +53,11 @@ TEST(ReproduceTest, ProxyConfigFollowsTheProxyInterface) {
     EXPECT_NE(tiered.find("coldWrites: true"), std::string::npos);
     EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, false).find("coldWrites: false"),
               std::string::npos);
-    EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, true, "lazy")
-                  .find("workers: {enabled: true, feeder: {mode: lazy}}"),
+    EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, true, "lazy", "20s")
+                  .find("workers: {enabled: true, feeder: {mode: lazy, lazyDelay: 20s}}"),
+              std::string::npos);
+    EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, true, "eager")
+                  .find("workers: {enabled: true, feeder: {mode: eager}}"),
               std::string::npos);
     std::string pass = proxyConfigYaml("f", "a", "30d", false);
     EXPECT_NE(pass.find("collections: []"), std::string::npos);
