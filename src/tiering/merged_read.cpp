@@ -177,13 +177,6 @@ void appendCount(bson_t* out, const char* key, int64_t n) {
         BSON_APPEND_INT64(out, key, n);
 }
 
-bool emptyDocument(const bson_iter_t& it) {
-    uint32_t len;
-    const uint8_t* data;
-    bson_iter_document(&it, &len, &data);
-    return len <= 5;
-}
-
 /// A field name an aggregate stage outputs: non-empty, no '$' prefix, no dot.
 bool plainFieldName(std::string_view f) {
     return !f.empty() && f[0] != '$' && f.find('.') == std::string_view::npos;
@@ -208,13 +201,12 @@ bool plainDistinctKey(std::string_view key) {
 /// The find of a count's or distinct's matches (at most maxDocs + 1): `count`
 /// or `distinct` names the collection, `query` is the filter.
 std::optional<MergedShape> countOrDistinct(std::string_view name, const bson_t* cmd,
-                                           int64_t maxDocs, bson::Doc* find) {
+                                           int64_t maxDocs) {
     MergedShape s;
     s.answer = name == "count" ? MergedShape::Answer::Count : MergedShape::Answer::Distinct;
-    s.rewritten = true;
     s.bound = maxDocs + 1;
     bool keyed = false;
-    bson_t* f = find->mut();
+    bson_t* f = s.find.emplace().mut();
     bson_iter_t it;
     bson_iter_init(&it, cmd);
     while (bson_iter_next(&it)) {
@@ -258,7 +250,7 @@ bool countGroup(const bson_iter_t& stage, MergedShape* s) {
         if (k == "_id") {
             if (BSON_ITER_HOLDS_DOCUMENT(&g) || BSON_ITER_HOLDS_ARRAY(&g)) return false;
             if (BSON_ITER_HOLDS_UTF8(&g) && bson_iter_utf8(&g, nullptr)[0] == '$') return false;
-            bson_append_iter(s->groupId.mut(), "_id", 3, &g);
+            bson_append_iter(s->groupId.emplace().mut(), "_id", 3, &g);
             haveId = true;
         } else {
             if (!s->field.empty() || !plainFieldName(k) || !BSON_ITER_HOLDS_DOCUMENT(&g))
@@ -278,12 +270,11 @@ bool countGroup(const bson_iter_t& stage, MergedShape* s) {
 /// An aggregate of [$match][$sort][$skip][$limit][$project] in this order
 /// (the stages a find has), or [$match][$skip][$limit] then $count or a count
 /// $group: the find of its matches.
-std::optional<MergedShape> aggregateShape(const bson_t* cmd, int64_t maxDocs, bson::Doc* find) {
+std::optional<MergedShape> aggregateShape(const bson_t* cmd, int64_t maxDocs) {
     MergedShape s;
-    s.rewritten = true;
     s.cursor = true;
     bson::Doc stages;  // the find's filter, sort, skip, limit, projection
-    bson_t* f = find->mut();
+    bson_t* f = s.find.emplace().mut();
     bool havePipeline = false;
     bson_iter_t it, pipeline;
     bson_iter_init(&it, cmd);
@@ -331,12 +322,14 @@ std::optional<MergedShape> aggregateShape(const bson_t* cmd, int64_t maxDocs, bs
         bson_iter_t value = stage;
         if (bson_iter_next(&stage)) return std::nullopt;  // two fields: not a stage
         int64_t n = 0;
+        bson_t doc;
         switch (order) {
             case kMatch:
             case kSort:
             case kProject:
                 if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return std::nullopt;
-                if (order == kProject && emptyDocument(value)) return std::nullopt;  // an error
+                if (order == kProject && bson::subDocumentAt(value, &doc) && bson_empty(&doc))
+                    return std::nullopt;  // {$project: {}} is an error in mongod
                 bson_append_iter(stages.mut(),
                                  order == kMatch  ? "filter"
                                  : order == kSort ? "sort"
@@ -345,11 +338,7 @@ std::optional<MergedShape> aggregateShape(const bson_t* cmd, int64_t maxDocs, bs
                 break;
             case kSkip:
             case kLimit:
-                if (!BSON_ITER_HOLDS_NUMBER(&value)) return std::nullopt;
-                n = bson_iter_as_int64(&value);
-                if (static_cast<double>(n) != bson_iter_as_double(&value) ||
-                    n < (order == kSkip ? 0 : 1))
-                    return std::nullopt;
+                if (!positiveInteger(value, &n, order == kSkip)) return std::nullopt;
                 (order == kSkip ? s.window.skip : s.window.limit) = n;
                 hasLimit = hasLimit || order == kLimit;
                 break;
@@ -424,7 +413,7 @@ void appendCursor(bson_t* out, const std::string& ns, const std::vector<bson::Do
 
 /// A find with a limit is merged as it is; one without (or with `limit: 0`)
 /// reads at most maxDocs (skipped ones included) and one more.
-std::optional<MergedShape> findShape(const bson_t* cmd, int64_t maxDocs, bson::Doc* find) {
+std::optional<MergedShape> findShape(const bson_t* cmd, int64_t maxDocs) {
     MergedShape s;
     int64_t skip = 0;
     bson_iter_t it;
@@ -438,24 +427,22 @@ std::optional<MergedShape> findShape(const bson_t* cmd, int64_t maxDocs, bson::D
         if (k == "singleBatch" && bson_iter_as_bool(&it)) return s;
     }
     if (skip > maxDocs) return s;
-    s.rewritten = true;
     s.bound = maxDocs + 1 - skip;
+    bson_t* f = s.find.emplace().mut();
     bson_iter_init(&it, cmd);
     while (bson_iter_next(&it))
-        if (std::string_view(bson_iter_key(&it)) != "limit")
-            bson_append_iter(find->mut(), nullptr, 0, &it);
-    BSON_APPEND_INT64(find->mut(), "limit", s.bound);
+        if (std::string_view(bson_iter_key(&it)) != "limit") bson_append_iter(f, nullptr, 0, &it);
+    BSON_APPEND_INT64(f, "limit", s.bound);
     return s;
 }
 
 }  // namespace
 
-std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs,
-                                       bson::Doc* find) {
+std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs) {
     if (maxDocs <= 0) return std::nullopt;
-    if (name == "find") return findShape(cmd, maxDocs, find);
-    if (name == "count" || name == "distinct") return countOrDistinct(name, cmd, maxDocs, find);
-    if (name == "aggregate") return aggregateShape(cmd, maxDocs, find);
+    if (name == "find") return findShape(cmd, maxDocs);
+    if (name == "count" || name == "distinct") return countOrDistinct(name, cmd, maxDocs);
+    if (name == "aggregate") return aggregateShape(cmd, maxDocs);
     return std::nullopt;
 }
 
@@ -468,10 +455,7 @@ void MergedShape::appendReply(bson_t* out, const std::string& ns,
     // An aggregate's count: one document, none when nothing matched (as $group and $count).
     std::vector<bson::Doc> one;
     if (n > 0) {
-        bson::Doc d;
-        bson_iter_t it;
-        bson_iter_init(&it, groupId.get());
-        while (bson_iter_next(&it)) bson_append_iter(d.mut(), nullptr, 0, &it);
+        bson::Doc d = groupId ? groupId->copy() : bson::Doc();
         appendCount(d.mut(), field.c_str(), n);
         one.push_back(std::move(d));
     }

@@ -65,8 +65,8 @@ struct CountWindow {
 struct MergedShape {
     enum class Answer { Documents, Count, Distinct };
     Answer answer = Answer::Documents;
-    /// The find is a rewrite (written to the caller's `find`), not the command.
-    bool rewritten = false;
+    /// The find to merge when it is not the command itself (a rewrite).
+    std::optional<bson::Doc> find;
     /// When positive, the find's own limit, added because the command has none:
     /// a find that returns this many documents does not hold the whole answer,
     /// which needs more than a merged read takes (the feeder wait instead).
@@ -76,20 +76,19 @@ struct MergedShape {
     CountWindow window;  // Count
     /// Distinct: the key. Count in a cursor: the output field.
     std::string field;
-    /// Count in a cursor from a $group: its constant `_id` ({_id: value}); empty for $count.
-    bson::Doc groupId;
+    /// Count in a cursor from a $group: its constant `_id` ({_id: value}); none for $count.
+    std::optional<bson::Doc> groupId;
 
     /// The command's reply body (without ok and the clock) from the merged documents:
     /// a cursor of them, `n`, `values`, or a cursor of the count document.
     void appendReply(bson_t* out, const std::string& ns, const std::vector<bson::Doc>& docs) const;
 };
 
-/// The shape of `name` as a merged read, writing the rewritten find to `find`;
+/// The shape of `name` as a merged read, with its rewritten find;
 /// nullopt when the command has an option or a stage a merged read cannot honour
 /// (collation, let, a transaction, explain, a distinct key with a numeric
 /// component or `$`, ...). planMergedFind then decides the find itself.
-std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs,
-                                       bson::Doc* find);
+std::optional<MergedShape> mergedShape(std::string_view name, const bson_t* cmd, int64_t maxDocs);
 
 /// Why runMergedFind gave up without an error of a tier: the caller falls back
 /// to the feeder wait (documents kept moving, or the answer is too large).

@@ -1171,11 +1171,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
         const int64_t most = p_.config().mergedReadLimit;
         // A count, a distinct and an aggregate of find's stages are merged
         // finds of their matches (at most mergedReadLimit documents).
-        bson::Doc asFind;
-        std::optional<MergedShape> shape = mergedShape(name, cmd, most, &asFind);
+        std::optional<MergedShape> shape = mergedShape(name, cmd, most);
         std::optional<MergedFind> plan;
         if (shape)
-            plan = planMergedFind(shape->rewritten ? asFind.get() : cmd, db,
+            plan = planMergedFind(shape->find ? shape->find->get() : cmd, db,
                                   shape->bound > 0 ? most + 1 : most);
         if (plan) {
             auto merged = co_await runMergedFind(p_.tiers(), *plan);
