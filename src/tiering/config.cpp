@@ -151,10 +151,10 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
         }
     }
     if (auto t = root["tiering"]) {
-        ck.unknownKeys(
-            t, "tiering",
-            {"metadataDatabase", "clockSkewGuard", "causalWaitTimeout", "causalReads",
-             "mergedReadLimit", "coldWrites", "cursorTimeout", "maxCursors", "collections"});
+        ck.unknownKeys(t, "tiering",
+                       {"metadataDatabase", "clockSkewGuard", "causalWaitTimeout", "causalReads",
+                        "mergedReadLimit", "coldWrites", "transactionPromotionLimit",
+                        "cursorTimeout", "maxCursors", "collections"});
         ck.get(t, "metadataDatabase", "tiering", &c.metadataDb);
         ck.duration(t, "clockSkewGuard", "tiering", &c.clockSkewGuard);
         ck.duration(t, "causalWaitTimeout", "tiering", &c.causalWaitTimeout);
@@ -163,6 +163,9 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
         ck.get(t, "mergedReadLimit", "tiering", &c.mergedReadLimit);
         if (c.mergedReadLimit < 0) ck.fail("tiering.mergedReadLimit", "must be 0 or more");
         ck.get(t, "coldWrites", "tiering", &c.coldWrites);
+        ck.get(t, "transactionPromotionLimit", "tiering", &c.transactionPromotionLimit);
+        if (c.transactionPromotionLimit < 1)
+            ck.fail("tiering.transactionPromotionLimit", "must be 1 or more");
         ck.get(t, "maxCursors", "tiering", &c.maxCursors);
         if (auto cols = t["collections"]) {
             if (!cols.IsSequence())

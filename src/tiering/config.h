@@ -41,6 +41,10 @@ struct ProxyConfig {
     // Writes of one archive-only document that leave its age alone run in the
     // archive (CONSISTENCY.md, Cold writes) instead of promoting it.
     bool coldWrites = true;
+    // A statement of a transaction on a tiered collection copies up what it
+    // matches in the archive first (CONSISTENCY.md, Transactions); more than
+    // this many such documents fail the statement (TransactionTooLarge).
+    int64_t transactionPromotionLimit = 10'000;
     Millis cursorTimeout{600'000};
     size_t maxCursors = 100'000;
     std::vector<CollectionPolicy> collections;

@@ -175,11 +175,21 @@ bson::Doc stateFind(const Metadata& meta, const std::vector<std::string>& ids) {
     return c;
 }
 
+CommandRunner fastRunner(Tiers& t) {
+    Tier* fast = &t.fast;
+    return [fast](const bson_t* c) { return fast->runOk(c); };
+}
+
 asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns) {
+    co_return co_await readEpochWith(fastRunner(t), t.meta, ns);
+}
+
+asio::awaitable<StatusWith<Epoch>> readEpochWith(CommandRunner run, const Metadata& meta,
+                                                 const std::string& ns) {
     Epoch e;
     e.readAt = std::chrono::steady_clock::now();
-    bson::Doc c = stateFind(t.meta, {epochId(ns), coldCountId(ns)});
-    auto r = co_await t.fast.collect(c.get());
+    bson::Doc c = stateFind(meta, {epochId(ns), coldCountId(ns)});
+    auto r = co_await collectWith(std::move(run), c.get());
     if (!r.isOK()) co_return r.getStatus();
     e.departures = counterFrom(r.getValue(), epochId(ns));
     e.cold = counterFrom(r.getValue(), coldCountId(ns));
@@ -213,11 +223,17 @@ asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string&
 /// Which of `ids` have a document in the fast tier's `ns`.
 asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
                                                          const std::vector<Id>& ids) {
+    co_return co_await presentInWith(fastRunner(t), ns, ids);
+}
+
+asio::awaitable<StatusWith<std::vector<bool>>> presentInWith(CommandRunner run,
+                                                             const std::string& ns,
+                                                             const std::vector<Id>& ids) {
     auto [db, coll] = splitNs(ns);
     bson::Doc f;
     appendIdIn(f.mut(), "filter", ids);
     bson::Doc c = findIdsCommand(db, coll, f.get());
-    auto docs = co_await t.fast.collect(c.get());
+    auto docs = co_await collectWith(std::move(run), c.get());
     if (!docs.isOK()) co_return docs.getStatus();
     std::unordered_set<std::string> found;
     for (auto& d : docs.getValue()) {
@@ -231,12 +247,18 @@ asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::st
 
 asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
                                                  const std::vector<Id>& ids) {
+    co_return co_await keyStatesWith(fastRunner(t), t.meta, ns, ids);
+}
+
+asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Metadata& meta,
+                                                     const std::string& ns,
+                                                     const std::vector<Id>& ids) {
     bson::Doc tc;
     BSON_APPEND_UTF8(tc.mut(), "find", Metadata::kTombstones);
-    appendTombstoneIn(tc.mut(), "filter", t.meta, ns, ids);
+    appendTombstoneIn(tc.mut(), "filter", meta, ns, ids);
     BSON_APPEND_INT32(tc.mut(), "batchSize", 100000);
-    BSON_APPEND_UTF8(tc.mut(), "$db", t.meta.db.c_str());
-    auto tombs = co_await t.fast.collect(tc.get());
+    BSON_APPEND_UTF8(tc.mut(), "$db", meta.db.c_str());
+    auto tombs = co_await collectWith(std::move(run), tc.get());
     if (!tombs.isOK()) co_return tombs.getStatus();
     std::unordered_map<std::string, size_t> held;  // idKey -> index into tombs
     for (size_t i = 0; i < tombs.getValue().size(); ++i) {
@@ -575,11 +597,15 @@ std::optional<int64_t> ageMillis(const bson_t* doc, const CollectionPolicy& p) {
 /// Ids of documents matching `filter` in `tier` (with the age field).
 asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(Tier& tier, const std::string& ns,
                                                                 const bson_t* filterDoc,
-                                                                const CollectionPolicy* p) {
+                                                                const CollectionPolicy* p,
+                                                                const bson_t* collation = nullptr,
+                                                                int64_t limit = 0) {
     auto [db, coll] = splitNs(ns);
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
     bson_concat(c.mut(), filterDoc);
+    if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+    if (limit > 0) BSON_APPEND_INT64(c.mut(), "limit", limit);
     bson_t proj;
     BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
     BSON_APPEND_INT32(&proj, "_id", 1);
@@ -704,13 +730,15 @@ asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolic
 }
 
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
-                                                         Millis guard, const bson_t* filter) {
+                                                         Millis guard, const bson_t* filter,
+                                                         const bson_t* collation,
+                                                         int64_t archiveCap) {
     int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
     bson::Doc f;
     BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
     std::vector<Id> toPin;
     std::unordered_set<std::string> seen;
-    auto fast = co_await matchingIds(t.fast, p.ns, f.get(), &p);
+    auto fast = co_await matchingIds(t.fast, p.ns, f.get(), &p, collation);
     if (!fast.isOK()) co_return fast.getStatus();
     for (auto& d : fast.getValue()) {
         Id id;
@@ -719,8 +747,17 @@ asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const Collect
         if (age && *age < evictableBelow && seen.insert(idKey(id)).second)
             toPin.push_back(std::move(id));
     }
-    auto archive = co_await matchingIds(t.archive, p.ns, f.get(), nullptr);
+    auto archive = co_await matchingIds(t.archive, p.ns, f.get(), nullptr, collation,
+                                        archiveCap > 0 ? archiveCap + 1 : 0);
     if (!archive.isOK()) co_return archive.getStatus();
+    if (archiveCap > 0 && static_cast<int64_t>(archive.getValue().size()) > archiveCap)
+        co_return Status(ErrorCode::TransactionTooLarge,
+                         fmt::format("halocline: the statement matches more than "
+                                     "tiering.transactionPromotionLimit ({}) documents of {} "
+                                     "that live in the archive, which a transaction would have "
+                                     "to copy up to the fast tier first; narrow its filter (an "
+                                     "age bound or _ids) or raise the limit",
+                                     archiveCap, p.ns));
     for (auto& d : archive.getValue()) {
         Id id;
         if (idOf(d.get(), &id) && seen.insert(idKey(id)).second) toPin.push_back(std::move(id));
@@ -767,101 +804,103 @@ asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
     co_return out;
 }
 
+asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
+    CommandRunner run, const Metadata& meta, const std::string& ns, const bson_t* filter, int limit,
+    const bson_t* sort, const bson_t* collation) {
+    auto [db, coll] = splitNs(ns);
+    DeleteResult out;
+    std::vector<Id> ids;
+    if (limit == 1) {
+        bson::Doc c;
+        BSON_APPEND_UTF8(c.mut(), "findAndModify", coll.c_str());
+        BSON_APPEND_DOCUMENT(c.mut(), "query", filter);
+        if (sort) BSON_APPEND_DOCUMENT(c.mut(), "sort", sort);
+        if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+        BSON_APPEND_BOOL(c.mut(), "remove", true);
+        BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+        auto r = co_await run(c.get());
+        if (!r.isOK()) co_return r.getStatus();
+        bson_t v;
+        if (bson::subDocument(r.getValue().get(), "value", &v)) {
+            Id id;
+            if (idOf(&v, &id)) ids.push_back(std::move(id));
+            out.deleted = bson::Doc::copyOf(&v);
+        }
+    } else {
+        bson::Doc f;
+        BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
+        bson::Doc c = findIdsCommand(db, coll, f.get());
+        if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+        auto r = co_await collectWith(run, c.get());
+        if (!r.isOK()) co_return r.getStatus();
+        for (auto& d : r.getValue()) {
+            Id id;
+            if (idOf(d.get(), &id)) ids.push_back(std::move(id));
+        }
+        if (!ids.empty()) {
+            bson::Doc del;
+            BSON_APPEND_UTF8(del.mut(), "delete", coll.c_str());
+            bson_t arr, stmt;
+            BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
+            BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+            appendIdIn(&stmt, "q", ids);
+            BSON_APPEND_INT32(&stmt, "limit", 0);
+            bson_append_document_end(&arr, &stmt);
+            bson_append_array_end(del.mut(), &arr);
+            BSON_APPEND_UTF8(del.mut(), "$db", db.c_str());
+            auto dr = co_await run(del.get());
+            if (!dr.isOK()) co_return dr.getStatus();
+        }
+    }
+    out.n = static_cast<int64_t>(ids.size());
+    if (!ids.empty()) {
+        bson_oid_t version;
+        bson_oid_init(&version, nullptr);
+        bson::Doc up;
+        BSON_APPEND_UTF8(up.mut(), "update", Metadata::kTombstones);
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+        ArrayKey key;
+        for (size_t i = 0; i < ids.size(); ++i) {
+            bson_t stmt, q, u;
+            bson_append_document_begin(&arr, key(i), -1, &stmt);
+            BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+            meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
+            bson_append_document_end(&stmt, &q);
+            BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+            BSON_APPEND_OID(&u, "v", &version);
+            bson_append_document_end(&stmt, &u);
+            BSON_APPEND_BOOL(&stmt, "upsert", true);
+            bson_append_document_end(&arr, &stmt);
+        }
+        bson_append_array_end(up.mut(), &arr);
+        BSON_APPEND_UTF8(up.mut(), "$db", meta.db.c_str());
+        auto ur = co_await run(up.get());
+        if (!ur.isOK()) co_return ur.getStatus();
+    }
+    co_return out;
+}
+
 asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
                                                                const bson_t* filter, int limit,
                                                                const bson_t* sort,
                                                                const bson_t* collation,
                                                                const bson_t* retryKey) {
-    auto [db, coll] = splitNs(ns);
     Status last = Status::OK();
     for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
         auto lease = t.fastSessions.take();
         Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
         DeleteResult out;
-        std::vector<Id> ids;
         Status st = Status::OK();
         do {
-            if (limit == 1) {
-                bson::Doc c;
-                BSON_APPEND_UTF8(c.mut(), "findAndModify", coll.c_str());
-                BSON_APPEND_DOCUMENT(c.mut(), "query", filter);
-                if (sort) BSON_APPEND_DOCUMENT(c.mut(), "sort", sort);
-                if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
-                BSON_APPEND_BOOL(c.mut(), "remove", true);
-                BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
-                auto r = co_await txn.run(c.get());
-                if (!r.isOK()) {
-                    st = r.getStatus();
-                    break;
-                }
-                bson_t v;
-                if (bson::subDocument(r.getValue().get(), "value", &v)) {
-                    Id id;
-                    if (idOf(&v, &id)) ids.push_back(std::move(id));
-                    out.deleted = bson::Doc::copyOf(&v);
-                }
-            } else {
-                bson::Doc f;
-                BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
-                bson::Doc c = findIdsCommand(db, coll, f.get());
-                if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
-                auto r =
-                    co_await collectWith([&txn](const bson_t* x) { return txn.run(x); }, c.get());
-                if (!r.isOK()) {
-                    st = r.getStatus();
-                    break;
-                }
-                for (auto& d : r.getValue()) {
-                    Id id;
-                    if (idOf(d.get(), &id)) ids.push_back(std::move(id));
-                }
-                if (!ids.empty()) {
-                    bson::Doc del;
-                    BSON_APPEND_UTF8(del.mut(), "delete", coll.c_str());
-                    bson_t arr, stmt;
-                    BSON_APPEND_ARRAY_BEGIN(del.mut(), "deletes", &arr);
-                    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-                    appendIdIn(&stmt, "q", ids);
-                    BSON_APPEND_INT32(&stmt, "limit", 0);
-                    bson_append_document_end(&arr, &stmt);
-                    bson_append_array_end(del.mut(), &arr);
-                    BSON_APPEND_UTF8(del.mut(), "$db", db.c_str());
-                    auto dr = co_await txn.run(del.get());
-                    if (!dr.isOK()) {
-                        st = dr.getStatus();
-                        break;
-                    }
-                }
+            auto removed =
+                co_await deleteAndTombstone([&txn](const bson_t* x) { return txn.run(x); }, t.meta,
+                                            ns, filter, limit, sort, collation);
+            if (!removed.isOK()) {
+                st = removed.getStatus();
+                break;
             }
-            out.n = static_cast<int64_t>(ids.size());
-            if (!ids.empty()) {
-                bson_oid_t version;
-                bson_oid_init(&version, nullptr);
-                bson::Doc up;
-                BSON_APPEND_UTF8(up.mut(), "update", Metadata::kTombstones);
-                bson_t arr;
-                BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-                ArrayKey key;
-                for (size_t i = 0; i < ids.size(); ++i) {
-                    bson_t stmt, q, u;
-                    bson_append_document_begin(&arr, key(i), -1, &stmt);
-                    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
-                    t.meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
-                    bson_append_document_end(&stmt, &q);
-                    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
-                    BSON_APPEND_OID(&u, "v", &version);
-                    bson_append_document_end(&stmt, &u);
-                    BSON_APPEND_BOOL(&stmt, "upsert", true);
-                    bson_append_document_end(&arr, &stmt);
-                }
-                bson_append_array_end(up.mut(), &arr);
-                BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
-                auto ur = co_await txn.run(up.get());
-                if (!ur.isOK()) {
-                    st = ur.getStatus();
-                    break;
-                }
-            }
+            out = std::move(removed.getValue());
             if (retryKey) {
                 bson::Doc rec;
                 BSON_APPEND_UTF8(rec.mut(), "insert", Metadata::kRetries);

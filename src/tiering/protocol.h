@@ -90,6 +90,11 @@ struct Epoch {
     std::chrono::steady_clock::time_point readAt;
 };
 asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns);
+/// The same through `run` (inside a client's transaction: the values at its snapshot).
+asio::awaitable<StatusWith<Epoch>> readEpochWith(CommandRunner run, const Metadata& meta,
+                                                 const std::string& ns);
+/// Runs commands on the fast tier outside any transaction.
+CommandRunner fastRunner(Tiers& t);
 /// A find of the `halocline.state` documents `ids`.
 bson::Doc stateFind(const Metadata& meta, const std::vector<std::string>& ids);
 inline constexpr std::chrono::seconds kPromotionDeadline{30};
@@ -112,6 +117,9 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
 /// Which of `ids` have a document in the fast tier's `ns`.
 asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
                                                          const std::vector<Id>& ids);
+asio::awaitable<StatusWith<std::vector<bool>>> presentInWith(CommandRunner run,
+                                                             const std::string& ns,
+                                                             const std::vector<Id>& ids);
 /// What holds each id's tombstone key: a tombstone, a cold write's guard
 /// (kept whole, for finishColdGuard), a finished cold write's mark (its
 /// number), or nothing.
@@ -123,6 +131,9 @@ struct KeyStates {
 };
 asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
                                                  const std::vector<Id>& ids);
+asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Metadata& meta,
+                                                     const std::string& ns,
+                                                     const std::vector<Id>& ids);
 /// Of `ids`, the ones tombstoned in the fast tier (fastPresence's second
 /// half). A cold write's guard is no tombstone: the archive holds X.
 asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
@@ -159,9 +170,13 @@ struct Pinned {
 };
 asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
                                                  const std::vector<Id>& ids, bool coldOk = false);
-/// The same for every document `filter` can match, in either tier.
+/// The same for every document `filter` can match (under `collation`), in
+/// either tier. With `archiveCap`, more than that many matches in the archive
+/// are refused (TransactionTooLarge) before anything is pinned.
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
-                                                         Millis guard, const bson_t* filter);
+                                                         Millis guard, const bson_t* filter,
+                                                         const bson_t* collation = nullptr,
+                                                         int64_t archiveCap = 0);
 asio::awaitable<void> unpin(Tiers& t, const Pinned& pins);
 /// Pins older than this are left by a crashed proxy; the evictor ignores them.
 inline constexpr int64_t kStalePinMillis = 10 * 60 * 1000;
@@ -177,6 +192,11 @@ struct DeleteResult {
     std::optional<bson::Doc> deleted;
     bson::Doc operationTime;  // {t: Timestamp} of the commit, empty if unknown
 };
+/// The statements of such a delete, run through `run` inside a transaction
+/// the caller commits: the delete and the tombstones, nothing else.
+asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
+    CommandRunner run, const Metadata& meta, const std::string& ns, const bson_t* filter, int limit,
+    const bson_t* sort, const bson_t* collation);
 /// With `retryKey` (a retryable write's {lsid, txnNumber, stmt}), the result is
 /// recorded in halocline.retries in the same transaction; findRetry() returns it
 /// to a retry of the same statement, so a retried delete answers as the first.

@@ -15,6 +15,7 @@
 #include "tiering/client_auth.h"
 #include "tiering/cold_write.h"
 #include "tiering/merged_read.h"
+#include "tiering/transactions.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
 #include "wire/message.h"
@@ -246,6 +247,29 @@ bson::Doc coldCommand(const bson_t* cmd, const char* arrayKey, const bson_t* stm
     return out;
 }
 
+/// An error inside a transaction, with mongod's TransientTransactionError
+/// label when the driver may retry the whole transaction.
+bson::Doc txnErrorDoc(const Status& s) {
+    bson::Doc d = errorDoc(s);
+    if (transientInTransaction(s)) {
+        bson_t labels;
+        BSON_APPEND_ARRAY_BEGIN(d.mut(), "errorLabels", &labels);
+        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
+        bson_append_array_end(d.mut(), &labels);
+    }
+    return d;
+}
+
+/// A findAndModify that removes, as the proxy runs it on a tiered collection.
+Status removeSupported(const bson_t* cmd) {
+    bson_t fields;
+    if (bson::subDocument(cmd, "fields", &fields) && !bson_empty(&fields))
+        return Status(ErrorCode::InvalidOptions,
+                      "halocline: findAndModify with remove and a projection is not supported "
+                      "on a tiered collection");
+    return Status::OK();
+}
+
 /// Whether an aggregate's first pipeline stage is `stage`.
 bool firstStageIs(const bson_t* cmd, std::string_view stage) {
     bson_t pipeline;
@@ -361,6 +385,30 @@ class ClientConnection : public net::FrameHandler {
     asio::awaitable<bson::Doc> tieredDelete(const CollectionPolicy& p, const wire::OpMsg& msg,
                                             const bson_t* cmd);
     asio::awaitable<bson::Doc> tieredRemove(const CollectionPolicy& p, const bson_t* cmd);
+    /// findAndModify's reply for a delete (`value` the deleted document).
+    bson::Doc removeReply(const DeleteResult& r);
+
+    /// A statement of a client transaction (CONSISTENCY.md, Transactions):
+    /// its reply, or nullopt when it runs in the archive like any command on
+    /// an untiered collection.
+    asio::awaitable<std::optional<bson::Doc>> transactionStatement(
+        const TxnKey& k, const wire::OpMsg& msg, const bson_t* cmd, std::string_view name,
+        const std::string& ns, const CollectionPolicy* policy);
+    /// A statement on a tiered collection, in the fast tier after promotion.
+    asio::awaitable<bson::Doc> tieredTxnStatement(const CollectionPolicy& p, std::string_view name,
+                                                  const wire::OpMsg& msg, const bson_t* cmd);
+    /// commitTransaction and abortTransaction, sent to the transaction's tier.
+    asio::awaitable<bson::Doc> endTransaction(const wire::OpMsg& msg, const bson_t* cmd);
+    /// What a statement of a transaction may touch, pinned and promoted; the
+    /// candidates snapshotHolds() checks for a statement after the first.
+    struct TxnNeed {
+        std::vector<Id> ids;
+        bool range = false;
+    };
+    asio::awaitable<Status> prepareInTxn(const CollectionPolicy& p, const bson_t* filter,
+                                         const bson_t* collation,
+                                         std::optional<std::vector<Id>> ids,
+                                         std::vector<Pinned>* pins, std::vector<TxnNeed>* needs);
     /// Pins and promotes what a write with `filter` can touch (appends to `pins`).
     asio::awaitable<Status> prepare(const CollectionPolicy& p, const bson_t* filter,
                                     std::vector<Pinned>* pins);
@@ -516,9 +564,12 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     // abortTransaction, to this or another proxy (mongos' recoveryToken).
     if (bson_has_field(cmd, "txnNumber") && bson_has_field(cmd, "autocommit") &&
         !bson_has_field(reply.get(), "recoveryToken")) {
+        std::optional<TxnTable::Entry> e;
+        if (auto k = txnKeyOf(cmd)) e = p_.transactions().find(*k);
+        Tier& tier = e && e->side == TxnSide::Fast ? p_.fast() : p_.archive();
         bson_t tok;
         BSON_APPEND_DOCUMENT_BEGIN(reply.mut(), "recoveryToken", &tok);
-        BSON_APPEND_UTF8(&tok, "recoveryShardId", p_.archive().name().c_str());
+        BSON_APPEND_UTF8(&tok, "recoveryShardId", tier.name().c_str());
         bson_append_document_end(reply.mut(), &tok);
     }
     co_return reply;
@@ -793,14 +844,12 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     if (BSON_ITER_HOLDS_UTF8(&first)) ns = db + "." + bson_iter_utf8(&first, nullptr);
     const CollectionPolicy* policy = ns.empty() ? nullptr : p_.config().policyFor(ns);
     if (name == "explain") co_return co_await explain(msg, cmd, db);
-    bool inTxn = bson_has_field(cmd, "autocommit") || bson_has_field(cmd, "startTransaction");
-    if (policy && inTxn)
-        co_return errorDoc(Status(
-            ErrorCode::OperationNotSupportedInTransaction,
-            fmt::format("halocline: {} is a tiered collection; transactions on it are not "
-                        "supported because its writes would have to commit atomically in two "
-                        "replica sets (see docs/CONSISTENCY.md)",
-                        ns)));
+    if (name == "commitTransaction" || name == "abortTransaction")
+        co_return co_await endTransaction(msg, cmd);
+    if (auto txn = txnKeyOf(cmd)) {
+        auto r = co_await transactionStatement(*txn, msg, cmd, name, ns, policy);
+        if (r) co_return std::move(*r);
+    }
     if (name == "aggregate" && !policy) {
         // A database- or cluster-wide change stream would miss or distort tiered writes.
         bson_t pipeline;
@@ -1595,15 +1644,12 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
 
 asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy& p,
                                                           const bson_t* cmd) {
-    bson_t q, sort, collation, fields;
+    bson_t q, sort, collation;
     bson_t empty = BSON_INITIALIZER;
     if (!bson::subDocument(cmd, "query", &q)) q = empty;
     bool hasSort = bson::subDocument(cmd, "sort", &sort);
     bool hasCollation = bson::subDocument(cmd, "collation", &collation);
-    if (bson::subDocument(cmd, "fields", &fields) && !bson_empty(&fields))
-        co_return errorDoc(Status(ErrorCode::InvalidOptions,
-                                  "halocline: findAndModify with remove and a projection is not "
-                                  "supported on a tiered collection"));
+    if (Status ok = removeSupported(cmd); !ok.isOK()) co_return errorDoc(ok);
     bson::Doc retryKey = retryKeyOf(cmd, 0);
     StatusWith<DeleteResult> r = DeleteResult{};
     std::optional<DeleteResult> earlier;
@@ -1619,22 +1665,217 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
                                           hasCollation ? &collation : nullptr,
                                           retryKey.empty() ? nullptr : retryKey.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
+    co_return removeReply(r.getValue());
+}
+
+bson::Doc ClientConnection::removeReply(const DeleteResult& r) {
     OpTime t = 0;
     bson_iter_t it;
-    if (bson_iter_init_find(&it, r.getValue().operationTime.get(), "t")) t = toOpTime(it);
+    if (bson_iter_init_find(&it, r.operationTime.get(), "t")) t = toOpTime(it);
     if (t) p_.state().noteFastTime(t);
     bson::Doc out;
     bson_t leo;
     BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "lastErrorObject", &leo);
-    BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(r.getValue().n));
+    BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(r.n));
     bson_append_document_end(out.mut(), &leo);
-    if (r.getValue().deleted)
-        BSON_APPEND_DOCUMENT(out.mut(), "value", r.getValue().deleted->get());
+    if (r.deleted)
+        BSON_APPEND_DOCUMENT(out.mut(), "value", r.deleted->get());
     else
         BSON_APPEND_NULL(out.mut(), "value");
     BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
     appendClock(out.mut(), t ? t : p_.state().fastClusterTime.load());
+    return out;
+}
+
+asio::awaitable<std::optional<bson::Doc>> ClientConnection::transactionStatement(
+    const TxnKey& k, const wire::OpMsg& msg, const bson_t* cmd, std::string_view name,
+    const std::string& ns, const CollectionPolicy* policy) {
+    const bool starts = truthy(cmd, "startTransaction");
+    auto entry = p_.transactions().find(k);
+    // A statement of a transaction this proxy did not see start (it started
+    // before a restart) goes where its collection lives; that tier answers
+    // NoSuchTransaction if it has none.
+    if (starts || !entry) entry = TxnTable::Entry{policy ? TxnSide::Fast : TxnSide::Archive, 0};
+    const bool fast = entry->side == TxnSide::Fast;
+    if (!ns.empty() && (policy != nullptr) != fast) {
+        ClientTxn txn(fast ? p_.fast() : p_.archive(), cmd);
+        co_await txn.abort();
+        co_return errorDoc(Status(
+            ErrorCode::OperationNotSupportedInTransaction,
+            fmt::format("halocline: this transaction runs in the {} tier, where {} collections "
+                        "live, and {} is {}: one transaction cannot commit atomically in two "
+                        "replica sets, so it was aborted. Keep tiered and untiered collections "
+                        "in separate transactions (docs/CONSISTENCY.md, Transactions)",
+                        fast ? "fast" : "archive", fast ? "tiered" : "untiered", ns,
+                        policy ? "tiered" : "untiered")));
+    }
+    entry->statements++;
+    p_.transactions().put(k, *entry);
+    if (!fast) co_return std::nullopt;
+    if (!policy) {
+        bson::Doc body = forwardBody(cmd, false);
+        co_return co_await forward(p_.fast(), msg, body.get(), ns, true);
+    }
+    co_return co_await tieredTxnStatement(*policy, name, msg, cmd);
+}
+
+asio::awaitable<Status> ClientConnection::prepareInTxn(
+    const CollectionPolicy& p, const bson_t* filter, const bson_t* collation,
+    std::optional<std::vector<Id>> ids, std::vector<Pinned>* pins, std::vector<TxnNeed>* needs) {
+    // Ids named under a collation may match others ("a" and "A"): a range.
+    if (!ids && !collation) ids = idsNamedBy(filter);
+    TxnNeed need;
+    StatusWith<Pinned> r = Pinned{};
+    if (ids) {
+        r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, *ids);
+        for (auto& id : *ids) need.ids.push_back(id.copy());
+    } else {
+        r = co_await prepareWriteMatching(p_.tiers(), p, p_.config().clockSkewGuard, filter,
+                                          collation, p_.config().transactionPromotionLimit);
+        need.range = true;
+    }
+    if (!r.isOK()) co_return r.getStatus();
+    if (need.range)
+        for (auto& id : r.getValue().ids) need.ids.push_back(id.copy());
+    if (!r.getValue().ids.empty()) pins->push_back(std::move(r.getValue()));
+    needs->push_back(std::move(need));
+    co_return Status::OK();
+}
+
+asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const CollectionPolicy& p,
+                                                                std::string_view name,
+                                                                const wire::OpMsg& msg,
+                                                                const bson_t* cmd) {
+    const bool first = truthy(cmd, "startTransaction");
+    ClientTxn txn(p_.fast(), cmd);
+    std::vector<Pinned> pins;
+    std::vector<TxnNeed> needs;
+    Status st = Status::OK();
+    bson_t empty = BSON_INITIALIZER;
+    // Promote (and pin) what the statement may read or write that lives
+    // only in the archive: its named ids, or the archive's matches.
+    if (isReadCommand(name)) {
+        std::string other = name == "aggregate" ? otherCollectionStage(cmd) : "";
+        Decision d = p_.router().routeRead(p, name, cmd);
+        const auto* prog = p_.state().progress(p.ns);
+        if (!other.empty()) {
+            st = Status(ErrorCode::OperationNotSupportedInTransaction,
+                        fmt::format("halocline: {} in a transaction on the tiered collection {} "
+                                    "is not supported",
+                                    other, p.ns));
+        } else if (d.route == Route::Refuse) {
+            st = d.refusal;
+        } else if (d.route != Route::Fast || !prog || !prog->warmDone) {
+            bson_t filter, collation;
+            if (!readFilter(name, cmd, &filter)) filter = empty;
+            bool collated = bson::subDocument(cmd, "collation", &collation);
+            std::optional<std::vector<Id>> ids;
+            if (d.lookupId) {
+                ids.emplace();
+                ids->push_back(d.lookupId->copy());
+            }
+            st = co_await prepareInTxn(p, &filter, collated ? &collation : nullptr, std::move(ids),
+                                       &pins, &needs);
+        }
+        // (A read the fast tier provably answers whole, with the warm-up
+        // done, needs nothing: it held that range at the snapshot too.)
+    } else if (name == "insert") {
+        std::vector<Id> ids;
+        for (auto d : statements(msg, cmd, "documents")) {
+            bson::View v(d.data(), d.size());
+            Id id;
+            if (idOf(v.get(), &id)) ids.push_back(std::move(id));
+        }
+        st = co_await prepareInTxn(p, nullptr, nullptr, std::move(ids), &pins, &needs);
+    } else if (name == "update" || name == "delete") {
+        for (auto stmt : statements(msg, cmd, name == "update" ? "updates" : "deletes")) {
+            bson::View u(stmt.data(), stmt.size());
+            bson_t q, collation;
+            if (!bson::subDocument(u.get(), "q", &q)) q = empty;
+            bool collated = bson::subDocument(u.get(), "collation", &collation);
+            st = co_await prepareInTxn(p, &q, collated ? &collation : nullptr, std::nullopt, &pins,
+                                       &needs);
+            if (!st.isOK()) break;
+        }
+    } else if (isWriteCommand(name)) {  // findAndModify
+        bson_t q, collation;
+        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        bool collated = bson::subDocument(cmd, "collation", &collation);
+        st = truthy(cmd, "remove") ? removeSupported(cmd) : Status::OK();
+        if (st.isOK())
+            st = co_await prepareInTxn(p, &q, collated ? &collation : nullptr, std::nullopt, &pins,
+                                       &needs);
+    }
+    // After the first statement the snapshot is taken: what was promoted
+    // since is not in it (CONSISTENCY.md, Transactions).
+    if (st.isOK() && !first)
+        for (auto& n : needs) {
+            st = co_await snapshotHolds(p_.tiers(), txn, p.ns, n.ids, n.range);
+            if (!st.isOK()) break;
+        }
+    bson::Doc out;
+    if (!st.isOK()) {
+        out = txnErrorDoc(st);
+    } else if (name == "delete") {
+        // Deletes leave their tombstones in the same transaction.
+        int64_t n = 0;
+        for (auto stmt : statements(msg, cmd, "deletes")) {
+            bson::View u(stmt.data(), stmt.size());
+            bson_t q, collation;
+            if (!bson::subDocument(u.get(), "q", &q)) q = empty;
+            bool collated = bson::subDocument(u.get(), "collation", &collation);
+            bson_iter_t it;
+            int64_t limit = 0;
+            if (bson_iter_init_find(&it, u.get(), "limit")) limit = bson_iter_as_int64(&it);
+            auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q,
+                                                 limit == 1 ? 1 : 0, nullptr,
+                                                 collated ? &collation : nullptr);
+            if (!r.isOK()) {
+                st = r.getStatus();
+                break;
+            }
+            n += r.getValue().n;
+        }
+        if (st.isOK()) {
+            BSON_APPEND_INT32(out.mut(), "n", static_cast<int32_t>(n));
+            BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+            appendClock(out.mut(), p_.state().fastClusterTime.load());
+        } else {
+            out = txnErrorDoc(st);
+        }
+    } else if ((name == "findAndModify" || name == "findandmodify") && truthy(cmd, "remove")) {
+        bson_t q, sort, collation;
+        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        bool sorted = bson::subDocument(cmd, "sort", &sort);
+        bool collated = bson::subDocument(cmd, "collation", &collation);
+        auto r =
+            co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
+                                        sorted ? &sort : nullptr, collated ? &collation : nullptr);
+        st = r.getStatus();
+        out = r.isOK() ? removeReply(r.getValue()) : txnErrorDoc(st);
+    } else {
+        bson::Doc body = forwardBody(cmd, false);
+        out = co_await forward(p_.fast(), msg, body.get(), p.ns, true);
+    }
+    release(pins);
+    // A statement that fails ends the transaction, as on mongod.
+    if (!st.isOK() && (!first || txn.started())) co_await txn.abort();
     co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::endTransaction(const wire::OpMsg& msg,
+                                                            const bson_t* cmd) {
+    // The tier that runs it: as this proxy saw it start, else as the token
+    // the driver kept from another proxy (or this one before a restart) says.
+    std::optional<TxnTable::Entry> e;
+    if (auto k = txnKeyOf(cmd)) e = p_.transactions().find(*k);
+    bool fast = e && e->side == TxnSide::Fast;
+    bson_t token;
+    if (!e && bson::subDocument(cmd, "recoveryToken", &token))
+        fast = str(&token, "recoveryShardId") == p_.fast().name();
+    Tier& tier = fast ? p_.fast() : p_.archive();
+    bson::Doc body = forwardBody(cmd, !fast);
+    co_return co_await forward(tier, msg, body.get(), std::string(), false);
 }
 
 asio::awaitable<bson::Doc> ClientConnection::currentOp(const bson_t* cmd, const std::string& name) {

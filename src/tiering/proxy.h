@@ -21,6 +21,7 @@
 #include "tiering/router.h"
 #include "tiering/state.h"
 #include "tiering/tier.h"
+#include "tiering/transactions.h"
 #include "tiering/users.h"
 
 namespace halo::tiering {
@@ -52,6 +53,7 @@ class Proxy {
     SharedState& state() { return state_; }
     Router& router() { return router_; }
     CursorMap& cursors() { return cursors_; }
+    TxnTable& transactions() { return transactions_; }
     Operations& operations() { return operations_; }
     UserCache& users() { return users_; }
     AuthCounters& authCounters() { return authCounters_; }
@@ -94,6 +96,7 @@ class Proxy {
     SharedState state_;
     Router router_;
     CursorMap cursors_;
+    TxnTable transactions_;
     std::mutex sessionsMu_;
     struct SessionOwner {
         std::string principal;

@@ -150,6 +150,18 @@ bool stageReadsOtherCollection(std::string_view stage) {
 
 }  // namespace
 
+std::string otherCollectionStage(const bson_t* cmd) {
+    bson_t pipeline;
+    bson_iter_t it, st;
+    if (!bson::subDocument(cmd, "pipeline", &pipeline) || !bson_iter_init(&it, &pipeline))
+        return {};
+    while (bson_iter_next(&it))
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+            stageReadsOtherCollection(bson_iter_key(&st)))
+            return bson_iter_key(&st);
+    return {};
+}
+
 bool readFilter(std::string_view cmdName, const bson_t* cmd, bson_t* filter) {
     if (cmdName == "find") return bson::subDocument(cmd, "filter", filter);
     if (cmdName == "count" || cmdName == "distinct") return bson::subDocument(cmd, "query", filter);

@@ -41,6 +41,10 @@ std::optional<AgeBound> ageLowerBound(const bson_t* filter, const CollectionPoli
 /// none, i.e. it may read every document.
 bool readFilter(std::string_view cmdName, const bson_t* cmd, bson_t* filter);
 
+/// The first stage of an aggregate's pipeline that reads or writes another
+/// collection ($lookup, $graphLookup, $unionWith, $out, $merge); empty if none.
+std::string otherCollectionStage(const bson_t* cmd);
+
 /// An exact top-level `_id` equality in a filter (not an operator document).
 std::optional<Id> exactId(const bson_t* filter);
 

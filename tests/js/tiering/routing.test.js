@@ -1,8 +1,9 @@
 'use strict';
 // Routing through the proxy: which tier each command goes to (haloclineExplain, which must
 // not run the command), that haloclineStatus's routing counters move with the reads, that
-// archive reads see the caller's own writes (feeder wait) or fail with 262, that
-// transactions (263) and change streams (115) on tiered collections are refused, and that
+// archive reads see the caller's own writes (feeder wait) or fail with 262, that a
+// transaction crossing from an untiered to a tiered collection (263) and change streams
+// (115) on tiered collections are refused, and that
 // an untiered collection is passed through to the archive with CRUD, transactions and
 // change streams working.
 
@@ -194,29 +195,6 @@ describe('routing counters and answers', () => {
 });
 
 describe('refused on tiered collections', () => {
-  test('a transaction writing a tiered collection fails with 263', async () => {
-    const session = client.startSession();
-    try {
-      session.startTransaction();
-      await expectServerError(orders.insertOne({ _id: 'txn', date: new Date() }, { session }), 263);
-      await session.abortTransaction().catch(() => {});
-    } finally {
-      await session.endSession();
-    }
-    assert.equal(await orders.findOne({ _id: 'txn' }), null);
-  });
-
-  test('a transaction reading a tiered collection fails with 263', async () => {
-    const session = client.startSession();
-    try {
-      session.startTransaction();
-      await expectServerError(orders.findOne({ _id: 1 }, { session }), 263);
-      await session.abortTransaction().catch(() => {});
-    } finally {
-      await session.endSession();
-    }
-  });
-
   test('a transaction that wrote an untiered collection first is refused on the tiered one and leaves nothing', async () => {
     const session = client.startSession();
     try {
