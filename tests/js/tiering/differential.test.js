@@ -9,7 +9,10 @@
 // and the warmer are busy throughout) and against a plain `halocline store`. Every reply
 // must be identical; after the feeder has caught up the archive must hold exactly the
 // reference's documents, the fast tier only current copies of them, and no tombstone
-// may be left. HALO_FEEDER_MODE=lazy runs it with a lazy feeder (differential_lazy.test.js).
+// may be left. The same random operations, one to four at a time in transactions, must
+// agree too (committed or not, outcome by outcome), retried whole when the proxy answers
+// TransientTransactionError. HALO_FEEDER_MODE=lazy runs it with a lazy feeder
+// (differential_lazy.test.js).
 //
 // Replay a failure with HALO_SEED=<seed printed in the message>.
 
@@ -66,7 +69,7 @@ before(async () => {
       warmer: { interval: '200ms', batchSize: 50 },
     },
   });
-  ref = await startStore();
+  ref = await startStore({ replSet: 'rs0' }); // a replica set: transactions
   refClient = new MongoClient(ref.uri(), { serverSelectionTimeoutMS: 10_000 });
   await refClient.connect();
 
@@ -190,6 +193,73 @@ test('random operations through the proxy agree with a plain store, reply by rep
   process.stdout.write(
     `# differential: ${replay()}; ${i} ops in ${Date.now() - started} ms; ${final.docs} documents (${final.fast} in the fast tier); ` +
       `evicted ${coll.evicted}, warmed ${coll.warmed}, routed ${show(routed)}; ops ${show(counts)}\n`,
+  );
+});
+
+/**
+ * One transaction of `ops` on `client`: each op's outcome, and whether it committed. A
+ * statement error ends it (as on mongod); a TransientTransactionError (112, 251) runs the
+ * whole transaction again, as drivers' withTransaction does, up to `attempts` times.
+ */
+async function inTransaction(client, ns, ops, { attempts = 1 } = {}) {
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const session = client.startSession();
+    try {
+      session.startTransaction();
+      const outs = [];
+      for (const op of ops) {
+        const o = await runOp(collOf(client, ns), op, session);
+        outs.push(o);
+        if (o.error) break;
+      }
+      const last = outs[outs.length - 1];
+      if (last.error) {
+        await session.abortTransaction().catch(() => {});
+        if (last.code === 112 || last.code === 251) continue;
+        return { outs, committed: false, attempt };
+      }
+      await session.commitTransaction();
+      return { outs, committed: true, attempt };
+    } finally {
+      await session.endSession();
+    }
+  }
+  throw new Error(`a transaction kept failing with TransientTransactionError after ${attempts} attempts`);
+}
+
+test('random transactions through the proxy agree with a plain store, with the workers racing', { timeout: 300_000 }, async () => {
+  const rng = makeRng(SEED ^ 0x7a7a);
+  const state = new WorkloadState({ rng, keys: 300, horizonMs: HORIZON_MS });
+  const history = [];
+  const started = Date.now();
+  let n = 0;
+  let retried = 0;
+  let committed = 0;
+  for (; n < 60 || Date.now() - started < 3 * HORIZON_MS; n++) {
+    if (n >= 300) break;
+    const ops = [];
+    for (let k = rng.int(1, 4); k > 0; k--) ops.push(state.next());
+    history.push(ops);
+    if (history.length > 6) history.shift();
+    const got = await inTransaction(proxyClient, ORDERS, ops, { attempts: 20 });
+    const want = await inTransaction(refClient, ORDERS, ops);
+    retried += got.attempt - 1;
+    if (got.committed) committed++;
+    const d = got.committed === want.committed && got.outs.length === want.outs.length
+      ? got.outs.map((o, i) => diffOutcome(o, want.outs[i])).find((x) => x)
+      : `committed ${got.committed} after ${got.outs.length} ops, reference ${want.committed} after ${want.outs.length}`;
+    if (d) {
+      assert.fail(
+        `transaction #${n}: differs from a plain store; ${replay()}\nops: ${ops.map((o) => brief(o)).join('\n     ')}\n${d}\n` +
+          `previous transactions (oldest first):\n${history.slice(0, -1).map((t) => t.map((o) => brief(o, 300)).join(' ; ')).join('\n')}`,
+      );
+    }
+  }
+  const final = await compareFinal(ORDERS);
+  assert.ok(committed > 0, 'no transaction committed');
+  process.stdout.write(
+    `# differential (transactions): ${replay()}; ${n} transactions, ${committed} committed, ${retried} transient retries; ` +
+      `${final.docs} documents (${final.fast} in the fast tier)\n`,
   );
 });
 
