@@ -1735,6 +1735,8 @@ asio::awaitable<Status> ClientConnection::prepareInTxn(
         need.range = true;
     }
     if (!r.isOK()) co_return r.getStatus();
+    if (auto* prog = p_.state().progress(p.ns))
+        prog->promoted += static_cast<int64_t>(r.getValue().ids.size());
     if (need.range)
         for (auto& id : r.getValue().ids) need.ids.push_back(id.copy());
     if (!r.getValue().ids.empty()) pins->push_back(std::move(r.getValue()));
