@@ -174,7 +174,9 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
                 for (size_t i = 0; i < cols.size(); ++i) {
                     std::string path = "tiering.collections[" + std::to_string(i) + "]";
                     auto n = cols[i];
-                    ck.unknownKeys(n, path, {"namespace", "ageField", "horizon", "promoteOnRead"});
+                    ck.unknownKeys(
+                        n, path,
+                        {"namespace", "ageField", "horizon", "promoteOnRead", "changeStreams"});
                     CollectionPolicy p;
                     ck.get(n, "namespace", path, &p.ns);
                     auto dot = p.ns.find('.');
@@ -186,6 +188,7 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
                     if (!n["horizon"]) ck.fail(path + ".horizon", "is required (e.g. 30d)");
                     ck.duration(n, "horizon", path, &p.horizon);
                     ck.get(n, "promoteOnRead", path, &p.promoteOnRead);
+                    ck.get(n, "changeStreams", path, &p.changeStreams);
                     if (c.policyFor(p.ns)) ck.fail(path + ".namespace", "appears twice");
                     c.collections.push_back(std::move(p));
                 }

@@ -19,6 +19,10 @@ struct CollectionPolicy {
     std::string ageField;  // a date field, or "_id" for ObjectId creation times
     Millis horizon{0};     // documents younger than this belong in the fast tier
     bool promoteOnRead = true;
+    // Change streams on the collection are served from the fast tier
+    // (CONSISTENCY.md, Change streams); its writes then never run in the
+    // archive (no cold writes), where the fast tier's stream would miss them.
+    bool changeStreams = false;
 };
 
 struct ProxyConfig {

@@ -888,7 +888,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                                                                const bson_t* retryKey) {
     Status last = Status::OK();
     for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
-        auto lease = t.fastSessions.take();
+        auto lease = t.appSessions.take();
         Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
         DeleteResult out;
         Status st = Status::OK();
@@ -930,11 +930,11 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                 bson_append_iter(out.operationTime.mut(), "t", 1, &it);
         } while (false);
         if (st.isOK()) {
-            t.fastSessions.give(std::move(lease));
+            t.appSessions.give(std::move(lease));
             co_return std::move(out);
         }
         co_await txn.abort();
-        t.fastSessions.give(std::move(lease));
+        t.appSessions.give(std::move(lease));
         // Redoing a delete that did commit would find nothing and answer n: 0.
         if (!isTransient(st) || txn.commitUnknown()) co_return st;
         last = st;

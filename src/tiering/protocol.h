@@ -65,7 +65,12 @@ class ArrayKey {
 struct Tiers {
     Tier& fast;
     Tier& archive;
+    /// The protocol's own transactions (promotion, eviction): internal
+    /// sessions, whose writes change streams leave out.
     SessionPool& fastSessions;
+    /// Transactions that do the application's writes (deletes with their
+    /// tombstones): their events are the application's.
+    SessionPool& appSessions;
     Metadata meta;
     /// Sessions of the proxy's own in the archive, for cold writes of clients
     /// that sent none (cold_write.h); null where no cold write runs.

@@ -380,6 +380,10 @@ class ClientConnection : public net::FrameHandler {
 
     asio::awaitable<bson::Doc> tieredRead(const CollectionPolicy& p, std::string_view name,
                                           const wire::OpMsg& msg, const bson_t* cmd);
+    /// A change stream on a tiered collection (changeStreams: true): the fast
+    /// tier's, without the protocol's own writes (CONSISTENCY.md, Change streams).
+    asio::awaitable<bson::Doc> changeStream(const CollectionPolicy& p, const wire::OpMsg& msg,
+                                            const bson_t* cmd);
     asio::awaitable<bson::Doc> tieredWrite(const CollectionPolicy& p, std::string_view name,
                                            const wire::OpMsg& msg, const bson_t* cmd);
     asio::awaitable<bson::Doc> tieredDelete(const CollectionPolicy& p, const wire::OpMsg& msg,
@@ -1116,6 +1120,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     Decision d = p_.router().routeRead(p, name, cmd);
     auto* prog = p_.state().progress(p.ns);
     if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
+    if (name == "aggregate" && firstStageIs(cmd, "$changeStream"))
+        co_return co_await changeStream(p, msg, cmd);
     if (d.route == Route::Fast) {
         prog->routedFast++;
         bson::Doc body = forwardBody(cmd, false);
@@ -1248,6 +1254,37 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     if (!clear.isOK()) co_return errorDoc(clear);
     bson::Doc body = forwardBody(cmd, true);
     co_return co_await forward(p_.archive(), msg, body.get(), p.ns, false);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::changeStream(const CollectionPolicy& p,
+                                                          const wire::OpMsg& msg,
+                                                          const bson_t* cmd) {
+    // The client's pipeline, with the protocol's writes (promotions, warm-up,
+    // evictions: transactions on internal sessions) left out right after
+    // $changeStream, before any stage of the client's can see them.
+    bson::Doc fwd = forwardBody(cmd, false);
+    bson::Doc body;
+    bson_iter_t it;
+    bson_iter_init(&it, fwd.get());
+    while (bson_iter_next(&it)) {
+        bson_iter_t stages;
+        if (std::string_view(bson_iter_key(&it)) != "pipeline" || !BSON_ITER_HOLDS_ARRAY(&it) ||
+            !bson_iter_recurse(&it, &stages)) {
+            bson_append_iter(body.mut(), nullptr, 0, &it);
+            continue;
+        }
+        bson_t arr;
+        ArrayKey key;
+        size_t n = 0;
+        BSON_APPEND_ARRAY_BEGIN(body.mut(), "pipeline", &arr);
+        while (bson_iter_next(&stages)) {
+            bson_append_iter(&arr, key(n), -1, &stages);
+            if (n++ == 0) appendUserEventsOnly(&arr, key(n++));
+        }
+        bson_append_array_end(body.mut(), &arr);
+    }
+    // Not fast-tiered: a change stream's cursor reads no range eviction could reach.
+    co_return co_await forward(p_.fast(), msg, body.get(), p.ns, false);
 }
 
 asio::awaitable<bson::Doc> ClientConnection::collStats(const CollectionPolicy& p,
@@ -1422,7 +1459,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     using Out = std::optional<bson::Doc>;
     SharedState& s = p_.state();
     std::optional<Id> id;
-    if (p_.config().coldWrites) id = coldTarget(kind, stmt, p);
+    if (p_.config().coldWrites && !p.changeStreams) id = coldTarget(kind, stmt, p);
     bson::Doc retryKey = retryKeyOf(cmd, 0);
     bson_t clientLsid;
     bool retryable = !retryKey.empty() && bson::subDocument(cmd, "lsid", &clientLsid);
@@ -2265,12 +2302,13 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       threadCount_(threads > 0 ? threads : std::max(2u, std::thread::hardware_concurrency())),
       fast_("fast", cfg_.fastUri),
       archive_("archive", cfg_.archiveUri),
-      fastSessions_(fast_),
-      archiveSessions_(archive_),
+      fastSessions_(true),
+      appSessions_(false),
+      archiveSessions_(false),
       fastClock_(fast_),
       demandClock_(fast_, Metadata{cfg_.metadataDb}),
       users_(archive_, cfg_.userCacheInvalidation),
-      tiers_{fast_, archive_, fastSessions_, Metadata{cfg_.metadataDb}},
+      tiers_{fast_, archive_, fastSessions_, appSessions_, Metadata{cfg_.metadataDb}},
       state_(cfg_),
       router_(cfg_, state_),
       cursors_(cfg_.maxCursors) {

@@ -87,7 +87,8 @@ class Proxy {
     std::vector<std::thread> threads_;
     Tier fast_;
     Tier archive_;
-    SessionPool fastSessions_;
+    SessionPool fastSessions_;  // internal: promotion, eviction, warm-up
+    SessionPool appSessions_;   // deletes with tombstones
     SessionPool archiveSessions_;
     FastClock fastClock_;
     FastClock demandClock_;  // probes with the lazy feeder's demand

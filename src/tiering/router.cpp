@@ -200,13 +200,21 @@ Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
                 bson_iter_recurse(&it, &st);
                 if (!bson_iter_next(&st)) continue;
                 std::string_view stage = bson_iter_key(&st);
+                if (stage == "$changeStream" && p.changeStreams) {
+                    d.route = Route::Fast;
+                    d.reason = "change stream: the fast tier's, without the protocol's own writes";
+                    return d;
+                }
                 if (stage == "$changeStream") {
                     d.route = Route::Refuse;
                     d.refusal = Status(ErrorCode::CommandNotSupported,
                                        fmt::format("halocline: change streams on the tiered "
-                                                   "collection {} are not supported: the fast "
-                                                   "tier's stream also shows evictions and "
-                                                   "warm-ups (see docs/CONSISTENCY.md)",
+                                                   "collection {} are not enabled: set "
+                                                   "changeStreams: true in its "
+                                                   "tiering.collections entry (its writes then "
+                                                   "never run in the archive, so the fast "
+                                                   "tier's stream sees them all; "
+                                                   "docs/OPERATIONS.md)",
                                                    p.ns));
                     d.reason = "change stream on a tiered collection";
                     return d;

@@ -714,14 +714,46 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner ru
     co_return out;
 }
 
-bson::Doc Tier::newSessionId() {
+bson::Doc Tier::newSessionId(bool internal) {
     uint8_t uuid[16];
     RAND_bytes(uuid, sizeof uuid);
+    if (internal) std::memcpy(uuid, kInternalSessionPrefix, sizeof kInternalSessionPrefix);
     uuid[6] = (uuid[6] & 0x0f) | 0x40;
     uuid[8] = (uuid[8] & 0x3f) | 0x80;
     bson::Doc d;
     bson_append_binary(d.mut(), "id", 2, BSON_SUBTYPE_UUID, uuid, sizeof uuid);
     return d;
+}
+
+void appendUserEventsOnly(bson_t* pipeline, const char* key) {
+    // UUIDs compare by their bytes (same length and subtype): the internal
+    // ones lie between prefix + 00.. and prefix + ff...
+    uint8_t low[16] = {}, high[16];
+    std::memset(high, 0xff, sizeof high);
+    std::memcpy(low, kInternalSessionPrefix, sizeof kInternalSessionPrefix);
+    std::memcpy(high, kInternalSessionPrefix, sizeof kInternalSessionPrefix);
+    bson_t stage, match, any, c0, c1, c2, lt, gt, ex;
+    bson_append_document_begin(pipeline, key, -1, &stage);
+    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
+    BSON_APPEND_ARRAY_BEGIN(&match, "$or", &any);
+    BSON_APPEND_DOCUMENT_BEGIN(&any, "0", &c0);
+    BSON_APPEND_DOCUMENT_BEGIN(&c0, "lsid", &ex);
+    BSON_APPEND_BOOL(&ex, "$exists", false);
+    bson_append_document_end(&c0, &ex);
+    bson_append_document_end(&any, &c0);
+    BSON_APPEND_DOCUMENT_BEGIN(&any, "1", &c1);
+    BSON_APPEND_DOCUMENT_BEGIN(&c1, "lsid.id", &lt);
+    bson_append_binary(&lt, "$lt", 3, BSON_SUBTYPE_UUID, low, sizeof low);
+    bson_append_document_end(&c1, &lt);
+    bson_append_document_end(&any, &c1);
+    BSON_APPEND_DOCUMENT_BEGIN(&any, "2", &c2);
+    BSON_APPEND_DOCUMENT_BEGIN(&c2, "lsid.id", &gt);
+    bson_append_binary(&gt, "$gt", 3, BSON_SUBTYPE_UUID, high, sizeof high);
+    bson_append_document_end(&c2, &gt);
+    bson_append_document_end(&any, &c2);
+    bson_append_array_end(&match, &any);
+    bson_append_document_end(&stage, &match);
+    bson_append_document_end(pipeline, &stage);
 }
 
 Transaction::Transaction(Tier& tier, const bson_t* lsid, int64_t txnNumber)
@@ -783,7 +815,7 @@ asio::awaitable<void> Transaction::abort() {
 
 SessionPool::Lease SessionPool::take() {
     std::lock_guard lk(mu_);
-    if (free_.empty()) return Lease{tier_.newSessionId(), 1};
+    if (free_.empty()) return Lease{Tier::newSessionId(internal_), 1};
     Lease l = std::move(free_.back());
     free_.pop_back();
     return l;

@@ -75,8 +75,9 @@ class Tier {
     /// Runs a find or aggregate and follows the cursor to the end.
     asio::awaitable<StatusWith<std::vector<bson::Doc>>> collect(const bson_t* cmd);
 
-    /// A fresh logical session id ({id: UUID}) for this tier's transactions.
-    bson::Doc newSessionId();
+    /// A fresh logical session id ({id: UUID}) for this tier's transactions;
+    /// `internal`: one of the protocol's own (internalSessionPrefix).
+    static bson::Doc newSessionId(bool internal = false);
 
     /// The connection pool, as connPoolStats reports it.
     struct PoolStats {
@@ -163,11 +164,23 @@ class Transaction {
     bool commitUnknown_ = false;
 };
 
-/// A pool of sessions for internal transactions: each transaction takes a
+/// The lsid ids of the protocol's own sessions (promotion, warm-up, eviction)
+/// start with these bytes (a version-4 UUID still), so a change stream can
+/// leave out the writes of their transactions: every change event of a
+/// transaction carries its lsid (CONSISTENCY.md, Change streams).
+inline constexpr uint8_t kInternalSessionPrefix[8] = {0x68, 0x61, 0x6c, 0x6f,
+                                                      0x63, 0x6c, 0x49, 0x6e};
+/// A $match stage (appended to `pipeline` under `key`) that passes every
+/// change event except those of transactions on internal sessions.
+void appendUserEventsOnly(bson_t* pipeline, const char* key);
+
+/// A pool of sessions for the proxy's transactions: each transaction takes a
 /// session no other running transaction uses, with the next txnNumber.
+/// `internal` sessions' writes are the protocol's own, which change streams
+/// do not show; the others' (deletes with tombstones) are the application's.
 class SessionPool {
   public:
-    explicit SessionPool(Tier& tier) : tier_(tier) {}
+    explicit SessionPool(bool internal) : internal_(internal) {}
     struct Lease {
         bson::Doc lsid;
         int64_t txnNumber;
@@ -176,7 +189,7 @@ class SessionPool {
     void give(Lease l);
 
   private:
-    Tier& tier_;
+    bool internal_;
     std::mutex mu_;
     std::vector<Lease> free_;
 };

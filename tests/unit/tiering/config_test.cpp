@@ -16,8 +16,9 @@ tiering:
   clockSkewGuard: 500ms
   mergedReadLimit: 250
   coldWrites: false
+  transactionPromotionLimit: 500
   collections:
-    - {namespace: shop.orders, ageField: date, horizon: 30d}
+    - {namespace: shop.orders, ageField: date, horizon: 30d, changeStreams: true}
     - {namespace: shop.events, ageField: _id, horizon: 12h}
 workers:
   lease: 5s
@@ -35,6 +36,9 @@ TEST(ProxyConfig, LoadsAValidFile) {
     ASSERT_EQ(c.getValue().collections.size(), 2u);
     EXPECT_EQ(c.getValue().collections[0].horizon, Millis(30LL * 86'400'000));
     EXPECT_EQ(c.getValue().collections[1].ageField, "_id");
+    EXPECT_EQ(c.getValue().transactionPromotionLimit, 500);
+    EXPECT_TRUE(c.getValue().collections[0].changeStreams);
+    EXPECT_FALSE(c.getValue().collections[1].changeStreams);
     EXPECT_EQ(c.getValue().lease, Millis(5000));
     EXPECT_EQ(c.getValue().evictorMaxDocsPerSecond, 100);
     EXPECT_TRUE(c.getValue().feederLazy);
@@ -99,6 +103,8 @@ TEST(ProxyConfig, RefusesInvalidFilesNamingTheKey) {
     expectRefused(tiers + "net: {port: 70000}", "net.port");
     expectRefused(tiers + "tiering: {mergedReadLimit: -1}",
                   "tiering.mergedReadLimit: must be 0 or more");
+    expectRefused(tiers + "tiering: {transactionPromotionLimit: 0}",
+                  "tiering.transactionPromotionLimit: must be 1 or more");
     expectRefused("tiers: [", "invalid YAML");
 }
 
