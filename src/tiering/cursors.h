@@ -20,7 +20,11 @@ struct CursorEntry {
     int64_t remoteId = 0;
     std::string ns;
     bool fastTiered = false;  // a proof-routed cursor on the fast tier (bounded lifetime)
-    std::string owner;        // the user ("user@db") that opened it; empty without auth
+    // A change stream on a tiered collection: the proxy completes its events
+    // (ClientConnection::completeEvents), looking updates up when asked.
+    bool changeStream = false;
+    bool updateLookup = false;
+    std::string owner;  // the user ("user@db") that opened it; empty without auth
     std::chrono::steady_clock::time_point created;
     std::chrono::steady_clock::time_point lastUsed;
 };

@@ -363,8 +363,10 @@ class ClientConnection : public net::FrameHandler {
     asio::awaitable<bson::Doc> forward(Tier& tier, const wire::OpMsg& msg, const bson_t* body,
                                        const std::string& ns, bool fastTiered);
     asio::awaitable<Reply> send(Tier& tier, const wire::OpMsg& msg, const bson_t* body);
-    /// The reply with the proxy's clock, and a new cursor registered under a proxy id.
-    bson::Doc rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns, bool fastTiered);
+    /// The reply with the proxy's clock, and a new cursor registered under a
+    /// proxy id (marked as `kind` is: a change stream's).
+    bson::Doc rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns, bool fastTiered,
+                           const CursorEntry* kind = nullptr);
     /// The reply with the proxy's clock and each non-zero cursor id mapped by `mapCursor`.
     bson::Doc rewriteReplyWith(Tier& tier, const bson_t* reply,
                                const std::function<int64_t(int64_t)>& mapCursor);
@@ -384,6 +386,15 @@ class ClientConnection : public net::FrameHandler {
     /// tier's, without the protocol's own writes (CONSISTENCY.md, Change streams).
     asio::awaitable<bson::Doc> changeStream(const CollectionPolicy& p, const wire::OpMsg& msg,
                                             const bson_t* cmd);
+    /// A change stream's reply (first batch or getMore) with each event
+    /// completed by completeEvent.
+    asio::awaitable<bson::Doc> completeEvents(const CollectionPolicy& p, const bson_t* reply,
+                                              bool lookup);
+    /// An event as mongod would show it: without the session of the proxy's
+    /// own delete transaction; with `lookup`, an update's fullDocument that the
+    /// fast tier no longer had (evicted since) read through the proxy's routing.
+    asio::awaitable<bson::Doc> completeEvent(const CollectionPolicy& p, const bson_t* event,
+                                             bool lookup);
     asio::awaitable<bson::Doc> tieredWrite(const CollectionPolicy& p, std::string_view name,
                                            const wire::OpMsg& msg, const bson_t* cmd);
     asio::awaitable<bson::Doc> tieredDelete(const CollectionPolicy& p, const wire::OpMsg& msg,
@@ -652,9 +663,13 @@ asio::awaitable<ClientConnection::Reply> ClientConnection::send(Tier& tier, cons
 }
 
 bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns,
-                                         bool fastTiered) {
+                                         bool fastTiered, const CursorEntry* kind) {
     return rewriteReplyWith(tier, reply, [&](int64_t remote) {
         CursorEntry e;
+        if (kind) {
+            e.changeStream = kind->changeStream;
+            e.updateLookup = kind->updateLookup;
+        }
         e.tier = &tier;
         e.remoteId = remote;
         e.ns = ns;
@@ -1057,6 +1072,8 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     wire::OpMsg none;
     auto r = co_await send(*e->tier, none, body.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
+    if (const CollectionPolicy* pol = e->changeStream ? p_.config().policyFor(e->ns) : nullptr)
+        r = co_await completeEvents(*pol, r.getValue().get(), e->updateLookup);
     // Map the tier's cursor id back to ours; a finished cursor leaves the map.
     Status st = replyStatus(r.getValue().get());
     bool exhausted = true;
@@ -1283,8 +1300,111 @@ asio::awaitable<bson::Doc> ClientConnection::changeStream(const CollectionPolicy
         }
         bson_append_array_end(body.mut(), &arr);
     }
+    CursorEntry kind;
+    kind.changeStream = true;
+    bson_t pipeline, stage, spec;
+    kind.updateLookup = bson::subDocument(cmd, "pipeline", &pipeline) &&
+                        bson::subDocument(&pipeline, "0", &stage) &&
+                        bson::subDocument(&stage, "$changeStream", &spec) &&
+                        str(&spec, "fullDocument") == "updateLookup";
+    auto r = co_await send(p_.fast(), msg, body.get());
+    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    bson::Doc done = co_await completeEvents(p, r.getValue().get(), kind.updateLookup);
     // Not fast-tiered: a change stream's cursor reads no range eviction could reach.
-    co_return co_await forward(p_.fast(), msg, body.get(), p.ns, false);
+    co_return rewriteReply(p_.fast(), done.get(), p.ns, false, &kind);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::completeEvents(const CollectionPolicy& p,
+                                                            const bson_t* reply, bool lookup) {
+    bson::Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, reply);
+    while (bson_iter_next(&it)) {
+        bson_iter_t c;
+        if (std::string_view(bson_iter_key(&it)) != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+            !bson_iter_recurse(&it, &c)) {
+            bson_append_iter(out.mut(), nullptr, 0, &it);
+            continue;
+        }
+        bson_t cursor;
+        BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "cursor", &cursor);
+        while (bson_iter_next(&c)) {
+            std::string_view k = bson_iter_key(&c);
+            bson_iter_t ev;
+            if ((k != "firstBatch" && k != "nextBatch") || !BSON_ITER_HOLDS_ARRAY(&c) ||
+                !bson_iter_recurse(&c, &ev)) {
+                bson_append_iter(&cursor, nullptr, 0, &c);
+                continue;
+            }
+            bson_t batch;
+            ArrayKey key;
+            size_t i = 0;
+            bson_append_array_begin(&cursor, bson_iter_key(&c), -1, &batch);
+            while (bson_iter_next(&ev)) {
+                if (!BSON_ITER_HOLDS_DOCUMENT(&ev)) continue;
+                uint32_t len;
+                const uint8_t* data;
+                bson_iter_document(&ev, &len, &data);
+                bson::View event(data, len);
+                bson::Doc done = co_await completeEvent(p, event.get(), lookup);
+                bson_append_document(&batch, key(i++), -1, done.get());
+            }
+            bson_append_array_end(&cursor, &batch);
+        }
+        bson_append_document_end(out.mut(), &cursor);
+    }
+    co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::completeEvent(const CollectionPolicy& p,
+                                                           const bson_t* event, bool lookup) {
+    const bool ours = sessionHasPrefix(event, kAppSessionPrefix);
+    bson_iter_t it, id;
+    const bool fill = lookup && str(event, "operationType") == "update" &&
+                      bson_iter_init_find(&it, event, "fullDocument") &&
+                      BSON_ITER_HOLDS_NULL(&it) && bson_iter_init(&id, event) &&
+                      bson_iter_find_descendant(&id, "documentKey._id", &id);
+    if (!ours && !fill) co_return bson::Doc::copyOf(event);
+    std::optional<bson::Doc> found;
+    if (fill) {
+        // Not in the fast tier when the event was read: evicted since (the
+        // archive's copy is the latest, invariant A) or deleted (null, as on mongod).
+        auto [db, coll] = splitNs(p.ns);
+        bson::Doc f;
+        bson_t filter;
+        BSON_APPEND_UTF8(f.mut(), "find", coll.c_str());
+        BSON_APPEND_DOCUMENT_BEGIN(f.mut(), "filter", &filter);
+        bson_append_iter(&filter, "_id", 3, &id);
+        bson_append_document_end(f.mut(), &filter);
+        BSON_APPEND_INT32(f.mut(), "limit", 1);
+        BSON_APPEND_BOOL(f.mut(), "singleBatch", true);
+        BSON_APPEND_UTF8(f.mut(), "$db", db.c_str());
+        bson::Doc r = co_await tieredRead(p, "find", wire::OpMsg{}, f.get());
+        bson_iter_t d;
+        if (bson_iter_init(&d, r.get()) &&
+            bson_iter_find_descendant(&d, "cursor.firstBatch.0", &d) &&
+            BSON_ITER_HOLDS_DOCUMENT(&d)) {
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&d, &len, &data);
+            found = bson::Doc::copyOf(data, len);
+        }
+    }
+    bson::Doc out;
+    bson_iter_init(&it, event);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (ours && (k == "lsid" || k == "txnNumber")) continue;
+        if (fill && k == "fullDocument") {
+            if (found)
+                BSON_APPEND_DOCUMENT(out.mut(), "fullDocument", found->get());
+            else
+                BSON_APPEND_NULL(out.mut(), "fullDocument");
+            continue;
+        }
+        bson_append_iter(out.mut(), nullptr, 0, &it);
+    }
+    co_return out;
 }
 
 asio::awaitable<bson::Doc> ClientConnection::collStats(const CollectionPolicy& p,
@@ -2302,9 +2422,9 @@ Proxy::Proxy(ProxyConfig cfg, int threads)
       threadCount_(threads > 0 ? threads : std::max(2u, std::thread::hardware_concurrency())),
       fast_("fast", cfg_.fastUri),
       archive_("archive", cfg_.archiveUri),
-      fastSessions_(true),
-      appSessions_(false),
-      archiveSessions_(false),
+      fastSessions_(SessionKind::Internal),
+      appSessions_(SessionKind::App),
+      archiveSessions_(SessionKind::Random),
       fastClock_(fast_),
       demandClock_(fast_, Metadata{cfg_.metadataDb}),
       users_(archive_, cfg_.userCacheInvalidation),

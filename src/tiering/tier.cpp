@@ -714,15 +714,29 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner ru
     co_return out;
 }
 
-bson::Doc Tier::newSessionId(bool internal) {
+bson::Doc Tier::newSessionId(SessionKind kind) {
     uint8_t uuid[16];
     RAND_bytes(uuid, sizeof uuid);
-    if (internal) std::memcpy(uuid, kInternalSessionPrefix, sizeof kInternalSessionPrefix);
+    if (kind == SessionKind::Internal)
+        std::memcpy(uuid, kInternalSessionPrefix, sizeof kInternalSessionPrefix);
+    if (kind == SessionKind::App) std::memcpy(uuid, kAppSessionPrefix, sizeof kAppSessionPrefix);
     uuid[6] = (uuid[6] & 0x0f) | 0x40;
     uuid[8] = (uuid[8] & 0x3f) | 0x80;
     bson::Doc d;
     bson_append_binary(d.mut(), "id", 2, BSON_SUBTYPE_UUID, uuid, sizeof uuid);
     return d;
+}
+
+bool sessionHasPrefix(const bson_t* doc, const uint8_t (&prefix)[8]) {
+    bson_iter_t it, id;
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, "lsid.id", &id) ||
+        !BSON_ITER_HOLDS_BINARY(&id))
+        return false;
+    bson_subtype_t st;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_binary(&id, &st, &len, &data);
+    return len >= sizeof prefix && std::memcmp(data, prefix, sizeof prefix) == 0;
 }
 
 void appendUserEventsOnly(bson_t* pipeline, const char* key) {
@@ -815,7 +829,7 @@ asio::awaitable<void> Transaction::abort() {
 
 SessionPool::Lease SessionPool::take() {
     std::lock_guard lk(mu_);
-    if (free_.empty()) return Lease{Tier::newSessionId(internal_), 1};
+    if (free_.empty()) return Lease{Tier::newSessionId(kind_), 1};
     Lease l = std::move(free_.back());
     free_.pop_back();
     return l;

@@ -44,6 +44,10 @@ struct TierInfo {
     std::string primary;  // "host:port"
 };
 
+/// Sessions the proxy makes: a driver's kind, or marked (kInternalSessionPrefix,
+/// kAppSessionPrefix) so change streams can tell their writes apart.
+enum class SessionKind { Random, Internal, App };
+
 class Tier {
   public:
     /// Connections are made on the executor of the coroutine that needs one.
@@ -75,9 +79,9 @@ class Tier {
     /// Runs a find or aggregate and follows the cursor to the end.
     asio::awaitable<StatusWith<std::vector<bson::Doc>>> collect(const bson_t* cmd);
 
-    /// A fresh logical session id ({id: UUID}) for this tier's transactions;
-    /// `internal`: one of the protocol's own (internalSessionPrefix).
-    static bson::Doc newSessionId(bool internal = false);
+    /// A fresh logical session id ({id: UUID}) for this tier's transactions,
+    /// marked by the prefix of its kind.
+    static bson::Doc newSessionId(SessionKind kind = SessionKind::Random);
 
     /// The connection pool, as connPoolStats reports it.
     struct PoolStats {
@@ -170,17 +174,23 @@ class Transaction {
 /// transaction carries its lsid (CONSISTENCY.md, Change streams).
 inline constexpr uint8_t kInternalSessionPrefix[8] = {0x68, 0x61, 0x6c, 0x6f,
                                                       0x63, 0x6c, 0x49, 0x6e};
+/// The lsid ids of the sessions the proxy runs the application's deletes in
+/// (with their tombstones): a change event shows no session for them, as
+/// mongod shows none for a write outside a transaction.
+inline constexpr uint8_t kAppSessionPrefix[8] = {0x68, 0x61, 0x6c, 0x6f, 0x63, 0x6c, 0x41, 0x70};
+/// Whether a document's `lsid.id` is a UUID starting with `prefix`.
+bool sessionHasPrefix(const bson_t* doc, const uint8_t (&prefix)[8]);
 /// A $match stage (appended to `pipeline` under `key`) that passes every
 /// change event except those of transactions on internal sessions.
 void appendUserEventsOnly(bson_t* pipeline, const char* key);
 
 /// A pool of sessions for the proxy's transactions: each transaction takes a
 /// session no other running transaction uses, with the next txnNumber.
-/// `internal` sessions' writes are the protocol's own, which change streams
-/// do not show; the others' (deletes with tombstones) are the application's.
+/// Internal sessions' writes are the protocol's own, which change streams do
+/// not show; App sessions' (deletes with tombstones) are the application's.
 class SessionPool {
   public:
-    explicit SessionPool(bool internal) : internal_(internal) {}
+    explicit SessionPool(SessionKind kind) : kind_(kind) {}
     struct Lease {
         bson::Doc lsid;
         int64_t txnNumber;
@@ -189,7 +199,7 @@ class SessionPool {
     void give(Lease l);
 
   private:
-    bool internal_;
+    SessionKind kind_;
     std::mutex mu_;
     std::vector<Lease> free_;
 };

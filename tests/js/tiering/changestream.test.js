@@ -167,3 +167,26 @@ test('a stream on a tiered collection without changeStreams: true, its database 
     }, 115);
   }
 });
+
+test('updateLookup reads a document evicted since through the proxy, and a delete shows no session of the proxy', { timeout: 120_000 }, async () => {
+  const client = await t.client();
+  const orders = client.db('shop').collection('orders');
+  const old = new Date(Date.now() - 400 * 86_400_000);
+  await (await t.tierClient('archive')).db('shop').collection('orders').insertOne({ _id: 'lookup', date: old, v: 1 });
+  const stream = orders.watch([], { fullDocument: 'updateLookup', maxAwaitTimeMS: 500 });
+  await stream.tryNext();
+  await orders.insertOne({ _id: 'gone', date: new Date() });
+  await orders.updateOne({ _id: 'lookup' }, { $set: { v: 2 } }); // copies it up, then updates
+  await orders.deleteOne({ _id: 'gone' });
+  // Before the events are read, the evictor removes the copy (the archive has v: 2 by then):
+  // the fast tier's own lookup finds nothing.
+  await waitUntil('the evictor to remove the updated copy', async () => (await t.tierDocs('fast', 'shop.orders', { _id: 'lookup' })).length === 0, {
+    timeoutMs: 60_000,
+  });
+  const events = [];
+  while (events.length < 3) events.push(await stream.next());
+  await stream.close();
+  assert.deepEqual(events.map((e) => [e.operationType, e.documentKey._id]), [['insert', 'gone'], ['update', 'lookup'], ['delete', 'gone']]);
+  assert.deepEqual(events[1].fullDocument, { _id: 'lookup', date: old, v: 2 }, show(events[1]));
+  assert.equal(events[2].lsid, undefined, `a delete event carries the proxy's session: ${show(events[2])}`);
+});
