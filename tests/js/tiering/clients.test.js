@@ -25,7 +25,10 @@ let t;
 
 before(async () => {
   t = await startTiered({
-    collections: ['shop.node', 'shop.mongosh', 'shop.pymongo', 'mongoc_smoke.tiered', 'legacy.things'],
+    collections: [
+      'shop.node', 'shop.mongosh', 'shop.pymongo', 'mongoc_smoke.tiered', 'legacy.things',
+      { namespace: 'shop.mongosh_stream', changeStreams: true },
+    ],
     horizon: '1h',
     guard: '1s',
   });
@@ -117,7 +120,7 @@ function mongosh(home, script) {
   });
 }
 
-test('mongosh: CRUD on a tiered collection, transactions on an untiered and a tiered one, haloclineExplain', async () => {
+test('mongosh: CRUD on a tiered collection, transactions on an untiered and a tiered one (withTransaction), watch() on a tiered one, haloclineExplain', async () => {
   assert.ok(fs.existsSync(MONGOSH), `mongosh not installed at ${MONGOSH}; run npm ci --ignore-scripts in tests/js`);
   const home = makeTempDir('halocline-mongosh-home-');
   fs.writeFileSync(
@@ -144,6 +147,19 @@ test('mongosh: CRUD on a tiered collection, transactions on an untiered and a ti
     s2.startTransaction();
     try { s2.getDatabase('shop').mongosh.insertOne({ _id: 'txn', date: new Date() }); } catch (e) { txnCode = e.code; }
     s2.abortTransaction();
+    // withTransaction on the tiered collection, and a change stream on a tiered one.
+    const s3 = db.getMongo().startSession();
+    s3.withTransaction(() => {
+      const m = s3.getDatabase('shop').mongosh;
+      m.updateOne({ _id: 0 }, { $set: { inTxn: 1 } });
+      m.updateOne({ _id: 3 }, { $set: { inTxn: 1 } });
+    });
+    s3.endSession();
+    const st = db.getSiblingDB('shop').mongosh_stream;
+    const cs = st.watch();
+    st.insertOne({ _id: 'ev', date: new Date() });
+    const ev = cs.next();
+    cs.close();
     print(JSON.stringify({
       msg: db.adminCommand({ hello: 1 }).msg,
       recent: c.find({ date: { $gte: new Date(now - 35 * 60000) } }).sort({ _id: 1 }).toArray().map(d => d._id),
@@ -152,6 +168,8 @@ test('mongosh: CRUD on a tiered collection, transactions on an untiered and a ti
       byK: c.aggregate([{ $match: { date: { $gte: new Date(now - 200 * 60000) } } }, { $group: { _id: '$k', n: { $sum: 1 } } }, { $sort: { _id: 1 } }]).toArray(),
       notes: db.getSiblingDB('shop').mongosh_notes.find().sort({ _id: 1 }).toArray().map(d => d._id),
       txnCode,
+      inTxn: c.find({ inTxn: 1 }).sort({ _id: 1 }).toArray().map(d => d._id),
+      event: [ev.operationType, ev.documentKey._id],
       explain: db.adminCommand({ haloclineExplain: { find: 'mongosh', filter: { _id: 3 } }, db: 'shop' }).tier,
     }));
   `,
@@ -178,6 +196,8 @@ test('mongosh: CRUD on a tiered collection, transactions on an untiered and a ti
   // A transaction on the tiered collection runs (in the fast tier); aborted, it leaves
   // nothing (count is still 11).
   assert.equal(out.txnCode, null);
+  assert.deepEqual(out.inTxn, [0, 3]);
+  assert.deepEqual(out.event, ['insert', 'ev']);
   assert.equal(out.explain, 'fast-then-archive');
 });
 
