@@ -1,0 +1,201 @@
+// Client transactions (CONSISTENCY.md, Transactions).
+#include <fmt/format.h>
+
+#include "tiering/client_connection.h"
+
+namespace halo::tiering {
+
+asio::awaitable<std::optional<bson::Doc>> ClientConnection::transactionStatement(
+    const TxnKey& k, const wire::OpMsg& msg, const bson_t* cmd, std::string_view name,
+    const std::string& ns, const CollectionPolicy* policy) {
+    const bool starts = truthy(cmd, "startTransaction");
+    auto entry = p_.transactions().find(k);
+    // A statement of a transaction this proxy did not see start (it started
+    // before a restart) goes where its collection lives; that tier answers
+    // NoSuchTransaction if it has none.
+    if (starts || !entry) entry = TxnTable::Entry{policy ? TxnSide::Fast : TxnSide::Archive, 0};
+    const bool fast = entry->side == TxnSide::Fast;
+    if (!ns.empty() && (policy != nullptr) != fast) {
+        ClientTxn txn(fast ? p_.fast() : p_.archive(), cmd);
+        co_await txn.abort();
+        co_return errorDoc(Status(
+            ErrorCode::OperationNotSupportedInTransaction,
+            fmt::format("halocline: this transaction runs in the {} tier, where {} collections "
+                        "live, and {} is {}: one transaction cannot commit atomically in two "
+                        "replica sets, so it was aborted. Keep tiered and untiered collections "
+                        "in separate transactions (docs/CONSISTENCY.md, Transactions)",
+                        fast ? "fast" : "archive", fast ? "tiered" : "untiered", ns,
+                        policy ? "tiered" : "untiered")));
+    }
+    entry->statements++;
+    p_.transactions().put(k, *entry);
+    if (!fast) co_return std::nullopt;
+    if (!policy) {
+        bson::Doc body = forwardBody(cmd, false);
+        co_return co_await forward(p_.fast(), msg, body.get(), ns, true);
+    }
+    co_return co_await tieredTxnStatement(*policy, name, msg, cmd);
+}
+
+asio::awaitable<Status> ClientConnection::prepareInTxn(
+    const CollectionPolicy& p, const bson_t* filter, const bson_t* collation,
+    std::optional<std::vector<Id>> ids, std::vector<Pinned>* pins, std::vector<TxnNeed>* needs) {
+    // Ids named under a collation may match others ("a" and "A"): a range.
+    if (!ids && !collation) ids = idsNamedBy(filter);
+    TxnNeed need;
+    StatusWith<Pinned> r = Pinned{};
+    if (ids) {
+        r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, *ids);
+        for (auto& id : *ids) need.ids.push_back(id.copy());
+    } else {
+        r = co_await prepareWriteMatching(p_.tiers(), p, p_.config().clockSkewGuard, filter,
+                                          collation, p_.config().transactionPromotionLimit);
+        need.range = true;
+    }
+    if (!r.isOK()) co_return r.getStatus();
+    if (auto* prog = p_.state().progress(p.ns))
+        prog->promoted += static_cast<int64_t>(r.getValue().ids.size());
+    if (need.range)
+        for (auto& id : r.getValue().ids) need.ids.push_back(id.copy());
+    if (!r.getValue().ids.empty()) pins->push_back(std::move(r.getValue()));
+    needs->push_back(std::move(need));
+    co_return Status::OK();
+}
+
+asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const CollectionPolicy& p,
+                                                                std::string_view name,
+                                                                const wire::OpMsg& msg,
+                                                                const bson_t* cmd) {
+    const bool first = truthy(cmd, "startTransaction");
+    ClientTxn txn(p_.fast(), cmd);
+    std::vector<Pinned> pins;
+    std::vector<TxnNeed> needs;
+    Status st = Status::OK();
+    bson_t empty = BSON_INITIALIZER;
+    // Promote (and pin) what the statement may read or write that lives
+    // only in the archive: its named ids, or the archive's matches.
+    if (isReadCommand(name)) {
+        std::string other = name == "aggregate" ? otherCollectionStage(cmd) : "";
+        Decision d = p_.router().routeRead(p, name, cmd);
+        const auto* prog = p_.state().progress(p.ns);
+        if (!other.empty()) {
+            st = Status(ErrorCode::OperationNotSupportedInTransaction,
+                        fmt::format("halocline: {} in a transaction on the tiered collection {} "
+                                    "is not supported",
+                                    other, p.ns));
+        } else if (d.route == Route::Refuse) {
+            st = d.refusal;
+        } else if (d.route != Route::Fast || !prog || !prog->warmDone) {
+            bson_t filter, collation;
+            if (!readFilter(name, cmd, &filter)) filter = empty;
+            bool collated = bson::subDocument(cmd, "collation", &collation);
+            std::optional<std::vector<Id>> ids;
+            if (d.lookupId) {
+                ids.emplace();
+                ids->push_back(d.lookupId->copy());
+            }
+            st = co_await prepareInTxn(p, &filter, collated ? &collation : nullptr, std::move(ids),
+                                       &pins, &needs);
+        }
+        // (A read the fast tier provably answers whole, with the warm-up
+        // done, needs nothing: it held that range at the snapshot too.)
+    } else if (name == "insert") {
+        std::vector<Id> ids;
+        for (auto d : statements(msg, cmd, "documents")) {
+            bson::View v(d.data(), d.size());
+            Id id;
+            if (idOf(v.get(), &id)) ids.push_back(std::move(id));
+        }
+        st = co_await prepareInTxn(p, nullptr, nullptr, std::move(ids), &pins, &needs);
+    } else if (name == "update" || name == "delete") {
+        for (auto stmt : statements(msg, cmd, name == "update" ? "updates" : "deletes")) {
+            bson::View u(stmt.data(), stmt.size());
+            bson_t q, collation;
+            if (!bson::subDocument(u.get(), "q", &q)) q = empty;
+            bool collated = bson::subDocument(u.get(), "collation", &collation);
+            st = co_await prepareInTxn(p, &q, collated ? &collation : nullptr, std::nullopt, &pins,
+                                       &needs);
+            if (!st.isOK()) break;
+        }
+    } else if (isWriteCommand(name)) {  // findAndModify
+        bson_t q, collation;
+        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        bool collated = bson::subDocument(cmd, "collation", &collation);
+        st = truthy(cmd, "remove") ? removeSupported(cmd) : Status::OK();
+        if (st.isOK())
+            st = co_await prepareInTxn(p, &q, collated ? &collation : nullptr, std::nullopt, &pins,
+                                       &needs);
+    }
+    // After the first statement the snapshot is taken: what was promoted
+    // since is not in it (CONSISTENCY.md, Transactions).
+    if (st.isOK() && !first)
+        for (auto& n : needs) {
+            st = co_await snapshotHolds(p_.tiers(), txn, p.ns, n.ids, n.range);
+            if (!st.isOK()) break;
+        }
+    bson::Doc out;
+    if (!st.isOK()) {
+        out = txnErrorDoc(st);
+    } else if (name == "delete") {
+        // Deletes leave their tombstones in the same transaction.
+        int64_t n = 0;
+        for (auto stmt : statements(msg, cmd, "deletes")) {
+            bson::View u(stmt.data(), stmt.size());
+            bson_t q, collation;
+            if (!bson::subDocument(u.get(), "q", &q)) q = empty;
+            bool collated = bson::subDocument(u.get(), "collation", &collation);
+            bson_iter_t it;
+            int64_t limit = 0;
+            if (bson_iter_init_find(&it, u.get(), "limit")) limit = bson_iter_as_int64(&it);
+            auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q,
+                                                 limit == 1 ? 1 : 0, nullptr,
+                                                 collated ? &collation : nullptr);
+            if (!r.isOK()) {
+                st = r.getStatus();
+                break;
+            }
+            n += r.getValue().n;
+        }
+        if (st.isOK()) {
+            BSON_APPEND_INT32(out.mut(), "n", static_cast<int32_t>(n));
+            BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+            appendClock(out.mut(), p_.state().fastClusterTime.load());
+        } else {
+            out = txnErrorDoc(st);
+        }
+    } else if ((name == "findAndModify" || name == "findandmodify") && truthy(cmd, "remove")) {
+        bson_t q, sort, collation;
+        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        bool sorted = bson::subDocument(cmd, "sort", &sort);
+        bool collated = bson::subDocument(cmd, "collation", &collation);
+        auto r =
+            co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
+                                        sorted ? &sort : nullptr, collated ? &collation : nullptr);
+        st = r.getStatus();
+        out = r.isOK() ? removeReply(r.getValue()) : txnErrorDoc(st);
+    } else {
+        bson::Doc body = forwardBody(cmd, false);
+        out = co_await forward(p_.fast(), msg, body.get(), p.ns, true);
+    }
+    release(pins);
+    // A statement that fails ends the transaction, as on mongod.
+    if (!st.isOK() && (!first || txn.started())) co_await txn.abort();
+    co_return out;
+}
+
+asio::awaitable<bson::Doc> ClientConnection::endTransaction(const wire::OpMsg& msg,
+                                                            const bson_t* cmd) {
+    // The tier that runs it: as this proxy saw it start, else as the token
+    // the driver kept from another proxy (or this one before a restart) says.
+    std::optional<TxnTable::Entry> e;
+    if (auto k = txnKeyOf(cmd)) e = p_.transactions().find(*k);
+    bool fast = e && e->side == TxnSide::Fast;
+    bson_t token;
+    if (!e && bson::subDocument(cmd, "recoveryToken", &token))
+        fast = str(&token, "recoveryShardId") == p_.fast().name();
+    Tier& tier = fast ? p_.fast() : p_.archive();
+    bson::Doc body = forwardBody(cmd, !fast);
+    co_return co_await forward(tier, msg, body.get(), std::string(), false);
+}
+
+}  // namespace halo::tiering
