@@ -5,12 +5,13 @@
 // inserts, updates, replaces, findOneAndUpdates and deletes runs through the proxy and
 // against a plain store, while the evictor and the warmer move documents between the tiers
 // (a 2-second horizon; half way the test waits until the evictor has removed copies); the
-// proxy is killed (-9) and restarted in the middle, and the driver resumes its stream. Both streams must show the same events in the same order:
+// proxy is killed (-9) and restarted half way, the fast store three quarters of the way,
+// and the driver resumes its stream each time. Both streams must show the same events in the same order:
 // none of the workers', none missing, none twice.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Timestamp } = require('mongodb');
 const { startStore } = require('../lib/server');
 const { startTiered, makeRng, chooseSeed, waitUntil, show } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
@@ -72,7 +73,7 @@ async function collect(stream, into, n) {
   while (into.length < n) into.push(essence(await stream.next()));
 }
 
-test('a stream through the proxy shows exactly the application writes, in order, across a proxy kill -9', { timeout: 300_000 }, async () => {
+test('a stream through the proxy shows exactly the application writes, in order, across kill -9 of the proxy and of the fast store', { timeout: 300_000 }, async () => {
   const rng = makeRng(SEED);
   const client = await t.client({ retryWrites: true });
   const orders = client.db('shop').collection('orders');
@@ -89,6 +90,13 @@ test('a stream through the proxy shows exactly the application writes, in order,
   const live = new Set(Array.from({ length: 120 }, (_, i) => i));
   const pickLive = () => [...live][rng.int(0, live.size - 1)];
   for (let i = 0; i < OPS; i++) {
+    if (i === Math.floor((3 * OPS) / 4)) {
+      // Three quarters in: the fast store itself is killed and restarted; the proxy's tier
+      // connection fails, the driver resumes from its token on the restarted store's oplog.
+      await collect(stream, got, expected);
+      await t.killFast();
+      await t.restartFast();
+    }
     if (i === Math.floor(OPS / 2)) {
       // Half way: read what is there so far, then kill the proxy; the driver resumes the
       // stream with its last token once the proxy is back.
@@ -189,4 +197,17 @@ test('updateLookup reads a document evicted since through the proxy, and a delet
   assert.deepEqual(events.map((e) => [e.operationType, e.documentKey._id]), [['insert', 'gone'], ['update', 'lookup'], ['delete', 'gone']]);
   assert.deepEqual(events[1].fullDocument, { _id: 'lookup', date: old, v: 2 }, show(events[1]));
   assert.equal(events[2].lsid, undefined, `a delete event carries the proxy's session: ${show(events[2])}`);
+});
+
+test('a stream starting before the fast tier\'s oldest history fails as on mongod (286), never with a silent gap', async () => {
+  const client = await t.client();
+  const orders = client.db('shop').collection('orders');
+  await expectServerError(async () => {
+    const s = orders.watch([], { startAtOperationTime: new Timestamp({ t: 1, i: 1 }) });
+    try {
+      await s.tryNext();
+    } finally {
+      await s.close();
+    }
+  }, 286);
 });
