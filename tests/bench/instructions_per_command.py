@@ -3,14 +3,18 @@
 callgrind: repeatable to a fraction of a percent even while other work shares
 the machine, unlike throughput. Prints one line per command kind.
 
-  tests/bench/instructions_per_command.py [--bin build/release/src/cli/halocline] [--ops 2000]
+  tests/bench/instructions_per_command.py [--bin build/release/src/cli/halocline] [--ops 2000] [--proxy]
 
 Starts `halocline store --replSet rs0` under `valgrind --tool=callgrind` with
 instrumentation off, loads 2,000 documents of ~120 bytes and warms every path
 up, then for each kind turns instrumentation on around N commands sent one at
 a time by pymongo (which adds lsid, $clusterTime and, for writes, txnNumber, as
 drivers do) and divides the store's whole instruction count, every thread
-included, by N. Needs valgrind and Debian's python3-pymongo (/usr/bin/python3).
+included, by N. With --proxy it counts the proxy's instructions instead: two
+stores (fast tier and archive, not instrumented) and `halocline proxy` under
+callgrind, the same commands sent through it to an untiered collection (its
+pass-through path: dispatch, forwarding, reply rewriting).
+Needs valgrind and Debian's python3-pymongo (/usr/bin/python3).
 A benchmark: it prints figures and asserts nothing.
 """
 import argparse
@@ -26,32 +30,62 @@ import time
 from pymongo import MongoClient
 
 
+def start(cmd, log_path):
+    """Starts a halocline process and returns (process, its port)."""
+    log = open(log_path, "w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        log.seek(0)
+        m = re.search(r'"Waiting for connections".*?"port":(\d+)', log.read())
+        if m:
+            return proc, int(m.group(1))
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    sys.exit("did not start; see " + log_path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="build/release/src/cli/halocline")
     ap.add_argument("--ops", type=int, default=2000)
+    ap.add_argument("--proxy", action="store_true", help="count the proxy's instructions")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="halo-instr-")
     out = os.path.join(work, "callgrind.out")
-    log = open(os.path.join(work, "store.log"), "w+")
-    proc = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-         args.bin, "store", "--port", "0", "--dbpath", os.path.join(work, "db"), "--replSet", "rs0"],
-        stdout=log, stderr=subprocess.STDOUT)
+    grind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    procs = []
     try:
-        port = None
-        deadline = time.time() + 120
-        while port is None and time.time() < deadline:
-            log.seek(0)
-            m = re.search(r'"Waiting for connections".*?"port":(\d+)', log.read())
-            port = int(m.group(1)) if m else None
-            time.sleep(0.2)
-        if port is None:
-            sys.exit("the store did not start; see " + log.name)
+        if not args.proxy:
+            proc, port = start(grind + [args.bin, "store", "--port", "0", "--dbpath",
+                                        os.path.join(work, "db"), "--replSet", "rs0"],
+                               os.path.join(work, "store.log"))
+            procs.append(proc)
+        else:
+            ports = {}
+            for tier in ("fast", "archive"):
+                proc, ports[tier] = start([args.bin, "store", "--port", "0", "--dbpath",
+                                           os.path.join(work, tier), "--replSet", tier],
+                                          os.path.join(work, tier + ".log"))
+                procs.append(proc)
+            config = os.path.join(work, "proxy.yaml")
+            with open(config, "w") as f:
+                f.write("net: {bindIp: 127.0.0.1, port: 0}\n"
+                        "tiers:\n"
+                        f"  fast: {{uri: 'mongodb://127.0.0.1:{ports['fast']}/?replicaSet=fast'}}\n"
+                        f"  archive: {{uri: 'mongodb://127.0.0.1:{ports['archive']}/?replicaSet=archive'}}\n"
+                        "tiering:\n"
+                        "  collections: [{namespace: bench.tiered, ageField: date, horizon: 30d}]\n"
+                        "workers: {enabled: false}\n")
+            proc, port = start(grind + [args.bin, "proxy", "--config", config],
+                               os.path.join(work, "proxy.log"))
+            procs.append(proc)
         measure(port, proc.pid, args.ops, out)
     finally:
-        proc.terminate()
-        proc.wait()
+        for p in reversed(procs):
+            p.terminate()
+            p.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 
