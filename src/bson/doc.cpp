@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -150,6 +151,52 @@ bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out) {
     if (!bson_iter_init(&it, doc)) return false;
     std::string p(path);
     if (!bson_iter_find_descendant(&it, p.c_str(), out)) return false;
+    return true;
+}
+
+Doc copyWithout(const bson_t* src, std::initializer_list<std::string_view> drop,
+                const std::function<void(const bson_iter_t&)>& dropped) {
+    const uint8_t* data = bson_get_data(src);
+    const uint32_t len = src->len;
+    std::vector<uint8_t> buf(len);
+    size_t out = 4;
+    const uint8_t* start = nullptr;  // the element before the iterator's
+    bool keep = false;
+    auto flush = [&](const uint8_t* end) {
+        if (!start || !keep) return;
+        std::memcpy(buf.data() + out, start, static_cast<size_t>(end - start));
+        out += static_cast<size_t>(end - start);
+    };
+    bson_iter_t it;
+    if (bson_iter_init(&it, src)) {
+        while (bson_iter_next(&it)) {
+            // An element is its type byte, then its key: it starts just before the key.
+            const uint8_t* element = reinterpret_cast<const uint8_t*>(bson_iter_key(&it)) - 1;
+            flush(element);
+            start = element;
+            std::string_view k(bson_iter_key(&it), bson_iter_key_len(&it));
+            keep = std::find(drop.begin(), drop.end(), k) == drop.end();
+            if (!keep && dropped) dropped(it);
+        }
+        flush(data + len - 1);
+    }
+    buf[out++] = 0;
+    const uint32_t total = BSON_UINT32_TO_LE(static_cast<uint32_t>(out));
+    std::memcpy(buf.data(), &total, 4);
+    return Doc::copyOf(buf.data(), out);
+}
+
+bool patchInt64(Doc& doc, std::string_view path, int64_t value) {
+    bson_iter_t it, at;
+    std::string dotted(path);
+    if (!bson_iter_init(&it, doc.get()) || !bson_iter_find_descendant(&it, dotted.c_str(), &at) ||
+        !BSON_ITER_HOLDS_INT64(&at))
+        return false;
+    // The value follows the element's key and its terminating zero.
+    auto* v = const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(bson_iter_key(&at)) +
+                                   bson_iter_key_len(&at) + 1);
+    const int64_t le = BSON_UINT64_TO_LE(value);
+    std::memcpy(v, &le, sizeof le);
     return true;
 }
 

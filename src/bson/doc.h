@@ -4,6 +4,8 @@
 #include <bson/bson.h>
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -88,6 +90,14 @@ bool findDotted(const bson_t* doc, std::string_view path, bson_iter_t* out);
 /// Reads an embedded document or array field as a static (non-owning) bson_t.
 /// Returns false when absent or of another type.
 bool subDocument(const bson_t* doc, std::string_view field, bson_t* out);
+/// A copy of `src` without its top-level fields named in `drop`; the other
+/// elements' bytes are copied as they are, in order, not re-encoded. Each
+/// dropped element is shown to `dropped` (when given) first.
+Doc copyWithout(const bson_t* src, std::initializer_list<std::string_view> drop,
+                const std::function<void(const bson_iter_t&)>& dropped = {});
+/// Overwrites, in place, the int64 value at dotted `path` of `doc`; false
+/// when there is no int64 there.
+bool patchInt64(Doc& doc, std::string_view path, int64_t value);
 
 /// The same for the field `it` points at.
 bool subDocumentAt(const bson_iter_t& it, bson_t* out);

@@ -69,26 +69,14 @@ OpTime afterClusterTime(const bson_t* cmd) {
 /// (it belongs to the proxy's clock), and for the archive without
 /// afterClusterTime (the archive has its own clock; the proxy waits instead).
 bson::Doc forwardBody(const bson_t* cmd, bool toArchive) {
-    bson::Doc out;
-    bson_iter_t it;
-    bson_iter_init(&it, cmd);
-    while (bson_iter_next(&it)) {
-        std::string_view k = bson_iter_key(&it);
-        // recoveryToken is the proxy's own (see withRecoveryToken): no tier needs it.
-        if (k == "$clusterTime" || k == "recoveryToken") continue;
-        if (toArchive && k == "readConcern" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_iter_t rc;
-            bson_iter_recurse(&it, &rc);
-            bson_t sub;
-            bson_append_document_begin(out.mut(), "readConcern", -1, &sub);
-            while (bson_iter_next(&rc))
-                if (std::string_view(bson_iter_key(&rc)) != "afterClusterTime")
-                    bson_append_iter(&sub, nullptr, 0, &rc);
-            bson_append_document_end(out.mut(), &sub);
-            continue;
-        }
-        bson_append_iter(out.mut(), nullptr, 0, &it);
-    }
+    // recoveryToken is the proxy's own (see runCommand): no tier needs it.
+    bson_t rc;
+    if (!toArchive || !bson::subDocument(cmd, "readConcern", &rc) ||
+        !bson_has_field(&rc, "afterClusterTime"))
+        return bson::copyWithout(cmd, {"$clusterTime", "recoveryToken"});
+    bson::Doc out = bson::copyWithout(cmd, {"$clusterTime", "recoveryToken", "readConcern"});
+    bson::Doc level = bson::copyWithout(&rc, {"afterClusterTime"});
+    BSON_APPEND_DOCUMENT(out.mut(), "readConcern", level.get());
     return out;
 }
 
@@ -393,12 +381,14 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
                                                         const std::string& db) {
     bson::Doc reply;
     slot_.begin(cmd, db, auth_.principal());
+    // The transaction the command is a statement of (one scan of the command).
+    const std::optional<TxnKey> txn = txnKeyOf(cmd);
     try {
         Status own = sessionAllowed(cmd);
         if (!own.isOK())
             reply = errorDoc(own);
         else
-            reply = co_await dispatch(msg, cmd, db);
+            reply = co_await dispatch(msg, cmd, db, txn);
     } catch (const DBException& e) {
         reply = errorDoc(e.status());
     } catch (const std::exception& e) {
@@ -410,10 +400,8 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     if (!bson_has_field(reply.get(), "$clusterTime")) appendClock(reply.mut(), 0);
     // In a transaction, the token a driver resends with commitTransaction or
     // abortTransaction, to this or another proxy (mongos' recoveryToken).
-    if (bson_has_field(cmd, "txnNumber") && bson_has_field(cmd, "autocommit") &&
-        !bson_has_field(reply.get(), "recoveryToken")) {
-        std::optional<TxnTable::Entry> e;
-        if (auto k = txnKeyOf(cmd)) e = p_.transactions().find(*k);
+    if (txn && !bson_has_field(reply.get(), "recoveryToken")) {
+        std::optional<TxnTable::Entry> e = p_.transactions().find(*txn);
         Tier& tier = e && e->side == TxnSide::Fast ? p_.fast() : p_.archive();
         bson_t tok;
         BSON_APPEND_DOCUMENT_BEGIN(reply.mut(), "recoveryToken", &tok);
@@ -475,15 +463,23 @@ void ClientConnection::appendClock(bson_t* out, OpTime operationTime) {
     OpTime now = p_.state().fastClusterTime.load();
     if (operationTime) appendOpTime(out, "operationTime", operationTime);
     if (!now) return;
-    bson_t ct, sig;
-    BSON_APPEND_DOCUMENT_BEGIN(out, "$clusterTime", &ct);
-    appendOpTime(&ct, "clusterTime", now);
-    BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
-    uint8_t zeros[20] = {};
-    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, sizeof zeros);
-    BSON_APPEND_INT64(&sig, "keyId", 0);
-    bson_append_document_end(&ct, &sig);
-    bson_append_document_end(out, &ct);
+    // {clusterTime, signature} changes only with the time: built once per
+    // value on each thread, then appended whole.
+    thread_local OpTime builtFor = 0;
+    thread_local bson::Doc clusterTime;
+    if (builtFor != now) {
+        bson::Doc ct;
+        bson_t sig;
+        appendOpTime(ct.mut(), "clusterTime", now);
+        BSON_APPEND_DOCUMENT_BEGIN(ct.mut(), "signature", &sig);
+        uint8_t zeros[20] = {};
+        bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zeros, sizeof zeros);
+        BSON_APPEND_INT64(&sig, "keyId", 0);
+        bson_append_document_end(ct.mut(), &sig);
+        clusterTime = std::move(ct);
+        builtFor = now;
+    }
+    BSON_APPEND_DOCUMENT(out, "$clusterTime", clusterTime.get());
 }
 
 asio::awaitable<ClientConnection::Reply> ClientConnection::send(Tier& tier, const wire::OpMsg& msg,
@@ -518,43 +514,36 @@ bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const 
 bson::Doc ClientConnection::rewriteReplyWith(Tier& tier, const bson_t* reply,
                                              const std::function<int64_t(int64_t)>& mapCursor) {
     bool fromFast = &tier == &p_.fast();
-    bson::Doc out;
     OpTime opTime = 0;
-    bson_iter_t it;
-    bson_iter_init(&it, reply);
-    while (bson_iter_next(&it)) {
-        std::string_view k = bson_iter_key(&it);
-        if (k == "$clusterTime") {
+    // The tier's reply as it is, but for its clock (the proxy's replaces it)...
+    bson::Doc out =
+        bson::copyWithout(reply, {"$clusterTime", "operationTime"}, [&](const bson_iter_t& it) {
+            if (!fromFast) return;
             bson_iter_t sub;
-            if (fromFast && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) &&
-                bson_iter_find(&sub, "clusterTime"))
-                p_.state().noteFastTime(toOpTime(sub));
-            continue;
-        }
-        if (k == "operationTime") {
-            if (fromFast) {
+            if (std::string_view(bson_iter_key(&it)) == "operationTime") {
                 opTime = toOpTime(it);
                 p_.state().noteFastTime(opTime);
+            } else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) &&
+                       bson_iter_find(&sub, "clusterTime")) {
+                p_.state().noteFastTime(toOpTime(sub));
             }
-            continue;
-        }
-        if (k == "cursor" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_iter_t c;
-            bson_iter_recurse(&it, &c);
-            bson_t sub;
-            bson_append_document_begin(out.mut(), "cursor", 6, &sub);
-            while (bson_iter_next(&c)) {
-                if (std::string_view(bson_iter_key(&c)) == "id") {
-                    int64_t remote = bson_iter_as_int64(&c);
-                    BSON_APPEND_INT64(&sub, "id", remote == 0 ? 0 : mapCursor(remote));
-                    continue;
-                }
-                bson_append_iter(&sub, nullptr, 0, &c);
+        });
+    // ...and its cursor's id, replaced in place by the proxy's (both int64).
+    bson_iter_t it, id;
+    if (bson_iter_init(&it, out.get()) && bson_iter_find_descendant(&it, "cursor.id", &id) &&
+        BSON_ITER_HOLDS_NUMBER(&id) && bson_iter_as_int64(&id) != 0) {
+        const int64_t mine = mapCursor(bson_iter_as_int64(&id));
+        if (!bson::patchInt64(out, "cursor.id", mine)) {
+            // Not an int64 (mongod's is): the cursor document rebuilt, the id an int64.
+            bson_t cursor;
+            bson::Doc rest = bson::copyWithout(out.get(), {"cursor"});
+            if (bson::subDocument(out.get(), "cursor", &cursor)) {
+                bson::Doc c = bson::copyWithout(&cursor, {"id"});
+                BSON_APPEND_INT64(c.mut(), "id", mine);
+                BSON_APPEND_DOCUMENT(rest.mut(), "cursor", c.get());
             }
-            bson_append_document_end(out.mut(), &sub);
-            continue;
+            out = std::move(rest);
         }
-        bson_append_iter(out.mut(), nullptr, 0, &it);
     }
     if (!fromFast) opTime = p_.state().fastClusterTime.load();
     appendClock(out.mut(), opTime);
@@ -675,7 +664,8 @@ asio::awaitable<bson::Doc> ClientConnection::authCommand(const Request& r) {
 }
 
 asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, const bson_t* cmd,
-                                                      const std::string& db) {
+                                                      const std::string& db,
+                                                      const std::optional<TxnKey>& txn) {
     bson_iter_t first;
     if (!bson_iter_init(&first, cmd) || !bson_iter_next(&first))
         co_return errorDoc(Status(ErrorCode::Location40571, "empty command"));
@@ -701,7 +691,7 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     std::string ns;
     if (BSON_ITER_HOLDS_UTF8(&first)) ns = db + "." + bson_iter_utf8(&first, nullptr);
     const CollectionPolicy* policy = ns.empty() ? nullptr : p_.config().policyFor(ns);
-    if (auto txn = txnKeyOf(cmd)) {
+    if (txn) {
         auto r = co_await transactionStatement(*txn, msg, cmd, name, ns, policy);
         if (r) co_return std::move(*r);
     }

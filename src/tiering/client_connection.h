@@ -120,8 +120,9 @@ class ClientConnection : public net::FrameHandler {
     Status sessionAllowed(const bson_t* cmd);
     /// A legacy OP_QUERY command: only those MongoDB 6.0+ still takes that way.
     asio::awaitable<bson::Doc> legacyCommand(const Frame& frame);
+    /// `txn`: the client transaction the command is a statement of.
     asio::awaitable<bson::Doc> dispatch(const wire::OpMsg& msg, const bson_t* cmd,
-                                        const std::string& db);
+                                        const std::string& db, const std::optional<TxnKey>& txn);
     /// A command as dispatch hands it to a handler.
     struct Request {
         const wire::OpMsg& msg;

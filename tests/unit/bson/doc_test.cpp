@@ -105,6 +105,35 @@ TEST(ValidateTest, NestingIsBoundedWithoutRecursion) {
     EXPECT_EQ(validateBytes(nested(1'000'000)).code(), ErrorCode::Overflow);
 }
 
+TEST(CopyWithout, DropsTheNamedTopLevelFieldsAndKeepsTheRestInOrder) {
+    Doc src = Doc::fromJsonOrDie(
+        R"({"find": "c", "$clusterTime": {"t": 1}, "filter": {"$clusterTime": 2},)"
+        R"( "lsid": {"id": 3}, "recoveryToken": 4})");
+    std::vector<std::string> seen;
+    Doc out = copyWithout(src.get(), {"$clusterTime", "recoveryToken"},
+                          [&](const bson_iter_t& it) { seen.emplace_back(bson_iter_key(&it)); });
+    EXPECT_EQ(out.toJson(), Doc::fromJsonOrDie(R"({"find": "c", "filter": {"$clusterTime": 2},)"
+                                               R"( "lsid": {"id": 3}})")
+                                .toJson());
+    EXPECT_EQ(seen, (std::vector<std::string>{"$clusterTime", "recoveryToken"}));
+    EXPECT_TRUE(validate(out.data(), out.size()).isOK());
+    EXPECT_TRUE(copyWithout(src.get(), {"find", "filter", "$clusterTime", "lsid", "recoveryToken"})
+                    .empty());
+    Doc empty;
+    EXPECT_TRUE(copyWithout(empty.get(), {"x"}).empty());
+}
+
+TEST(PatchInt64, OverwritesAnInt64InPlaceAndRefusesOtherTypes) {
+    Doc d = Doc::fromJsonOrDie(
+        R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "d.c"}, "n": 1, "ok": 1})");
+    ASSERT_TRUE(patchInt64(d, "cursor.id", -5));
+    EXPECT_EQ(d.toJson(), Doc::fromJsonOrDie(R"({"cursor": {"id": {"$numberLong": "-5"},)"
+                                             R"( "ns": "d.c"}, "n": 1, "ok": 1})")
+                              .toJson());
+    EXPECT_FALSE(patchInt64(d, "n", 9));  // an int32
+    EXPECT_FALSE(patchInt64(d, "cursor.missing", 9));
+}
+
 }  // namespace
 }  // namespace halo::bson
 
