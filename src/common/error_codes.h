@@ -218,6 +218,7 @@ namespace halo {
     X(NotYetInitialized, 94)                         \
     X(CommandFailed, 125)                            \
     X(CappedPositionLost, 136)                       \
+    X(CursorInUse, 143)                              \
     X(ConflictingOperationInProgress, 117)           \
     X(InvalidUUID, 207)                              \
     X(NoSuchTransaction, 251)                        \

@@ -695,24 +695,22 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
         auto r = co_await transactionStatement(*txn, msg, cmd, name, ns, policy);
         if (r) co_return std::move(*r);
     }
-    if (name == "aggregate" && !policy) {
-        // A database- or cluster-wide change stream would miss or distort tiered writes.
-        bson_t pipeline;
-        bson_iter_t it, st;
-        if (bson::subDocument(cmd, "pipeline", &pipeline) && bson_iter_init(&it, &pipeline) &&
-            bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) &&
-            bson_iter_next(&st) && std::string_view(bson_iter_key(&st)) == "$changeStream" &&
-            ns.empty()) {
-            for (const auto& c : p_.config().collections) {
-                if (db == "admin" || splitNs(c.ns).first == db)
-                    co_return errorDoc(Status(
-                        ErrorCode::CommandNotSupported,
-                        fmt::format("halocline: a change stream over {} would include the tiered "
-                                    "collection {}, which is not supported; watch untiered "
-                                    "collections individually",
-                                    db == "admin" ? std::string("the cluster") : "database " + db,
-                                    c.ns)));
-            }
+    if (name == "aggregate" && ns.empty() && firstStageIs(cmd, "$changeStream")) {
+        // A database's or the cluster's stream: merged when it covers tiered collections.
+        bson_t pipeline, stage, spec;
+        bson_iter_t all;
+        const bool cluster = db == "admin" && bson::subDocument(cmd, "pipeline", &pipeline) &&
+                             bson::subDocument(&pipeline, "0", &stage) &&
+                             bson::subDocument(&stage, "$changeStream", &spec) &&
+                             bson_iter_init_find(&all, &spec, "allChangesForCluster") &&
+                             bson_iter_as_bool(&all);
+        std::vector<const CollectionPolicy*> scope;
+        for (const auto& c : p_.config().collections)
+            if (cluster || splitNs(c.ns).first == db) scope.push_back(&c);
+        if (!scope.empty()) {
+            Status ok = mergedStreamAllowed(scope, cluster ? "admin" : db);
+            if (!ok.isOK()) co_return errorDoc(ok);
+            co_return co_await mergedChangeStream(msg, cmd, scope);
         }
     }
     if (policy) {

@@ -54,6 +54,11 @@ bool isReadCommand(std::string_view c);
 
 bool isDdlCommand(std::string_view c);
 
+/// A client's getMore for a tier: the tier's cursor id, without the proxy's fields.
+bson::Doc getMoreBody(const bson_t* cmd, int64_t remoteId);
+
+struct StreamBatch;
+
 /// Documents of an array field or a document sequence named `name`, as byte
 /// spans (a bson::View must not be copied: a static bson_t points into itself).
 std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const bson_t* body,
@@ -194,6 +199,21 @@ class ClientConnection : public net::FrameHandler {
     /// tier's, without the protocol's own writes (CONSISTENCY.md, Change streams).
     asio::awaitable<bson::Doc> changeStream(const CollectionPolicy& p, const wire::OpMsg& msg,
                                             const bson_t* cmd);
+    /// Whether a database or cluster stream may cover the tiered collections
+    /// `scope` (each needs changeStreams: true); 115 naming one that does not.
+    Status mergedStreamAllowed(const std::vector<const CollectionPolicy*>& scope,
+                               const std::string& db);
+    /// A change stream on a database or the cluster covering the tiered
+    /// collections `scope`: the fast tier's stream for them merged with the
+    /// archive's for the rest (CONSISTENCY.md, Change streams).
+    asio::awaitable<bson::Doc> mergedChangeStream(
+        const wire::OpMsg& msg, const bson_t* cmd,
+        const std::vector<const CollectionPolicy*>& scope);
+    asio::awaitable<bson::Doc> mergedGetMore(const CursorEntry& e, int64_t id, const bson_t* cmd);
+    /// The client's batch of a merged stream from one batch of each tier;
+    /// advances the stream's positions. `id`: the proxy's cursor id, 0 when done.
+    asio::awaitable<bson::Doc> mergedBatch(MergedStream& s, StreamBatch& fast, StreamBatch& archive,
+                                           const char* key, int64_t id);
     /// A change stream's reply (first batch or getMore) with each event
     /// completed by completeEvent.
     asio::awaitable<bson::Doc> completeEvents(const CollectionPolicy& p, const bson_t* reply,

@@ -2,8 +2,10 @@
 // The proxy's own cursor ids, each mapped to (tier, the tier's cursor id).
 // Bounded: past the limit the least recently used cursor is dropped (and
 // killed on its tier). Idle cursors are reaped after the configured timeout.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -11,9 +13,25 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bson/doc.h"
+
 namespace halo::tiering {
 
 class Tier;
+
+/// A change stream on a database or the cluster that covers tiered
+/// collections: the fast tier's stream for those merged with the archive's
+/// for the rest (CONSISTENCY.md, Change streams). Shared by the copies of its
+/// cursor entry; one getMore at a time.
+struct MergedStream {
+    int64_t fastId = 0;  // the fast tier's cursor; 0 once its stream ended
+    int64_t archiveId = 0;
+    // How far the client has seen each tier's stream: the resume tokens that
+    // make up the merged token.
+    bson::Doc fastPos, archivePos;
+    bool updateLookup = false;
+    std::atomic<bool> busy{false};
+};
 
 struct CursorEntry {
     Tier* tier = nullptr;
@@ -24,6 +42,9 @@ struct CursorEntry {
     // (ClientConnection::completeEvents), looking updates up when asked.
     bool changeStream = false;
     bool updateLookup = false;
+    // A merged stream: `tier`/`remoteId` are the archive's cursor, `merged`
+    // holds the fast tier's.
+    std::shared_ptr<MergedStream> merged;
     std::string owner;  // the user ("user@db") that opened it; empty without auth
     std::chrono::steady_clock::time_point created;
     std::chrono::steady_clock::time_point lastUsed;

@@ -129,20 +129,23 @@ asio::awaitable<Status> Proxy::awaitApplied(OpTime target, const std::string& ns
 }
 
 void Proxy::killRemote(const std::vector<CursorEntry>& dropped) {
-    for (const auto& e : dropped) {
-        auto [db, coll] = splitNs(e.ns);
+    auto kill = [this](Tier* t, const std::string& ns, int64_t remoteId) {
+        auto [db, coll] = splitNs(ns);
         bson::Doc c;
         BSON_APPEND_UTF8(c.mut(), "killCursors", coll.c_str());
         bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(c.mut(), "cursors", &arr);
-        BSON_APPEND_INT64(&arr, "0", e.remoteId);
+        BSON_APPEND_INT64(&arr, "0", remoteId);
         bson_append_array_end(c.mut(), &arr);
         BSON_APPEND_UTF8(c.mut(), "$db", db.empty() ? "admin" : db.c_str());
-        Tier* t = e.tier;
         asio::co_spawn(
             io_,
             [t, c = std::move(c)]() -> asio::awaitable<void> { (void)co_await t->run(c.get()); },
             asio::detached);
+    };
+    for (const auto& e : dropped) {
+        if (e.remoteId != 0) kill(e.tier, e.ns, e.remoteId);
+        if (e.merged && e.merged->fastId != 0) kill(&fast_, e.ns, e.merged->fastId);
     }
 }
 

@@ -8,6 +8,24 @@
 
 namespace halo::tiering {
 
+bson::Doc getMoreBody(const bson_t* cmd, int64_t remoteId) {
+    bson::Doc body;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        // lsid, txnNumber and autocommit go along: the tier checks that they
+        // match the cursor's (a cursor opened in a transaction reads its snapshot).
+        if (k == "$clusterTime" || k == "recoveryToken") continue;
+        if (k == "getMore") {
+            BSON_APPEND_INT64(body.mut(), "getMore", remoteId);
+            continue;
+        }
+        bson_append_iter(body.mut(), nullptr, 0, &it);
+    }
+    return body;
+}
+
 asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     bson_iter_t it;
     if (!bson_iter_init_find(&it, cmd, "getMore") || !BSON_ITER_HOLDS_INT64(&it))
@@ -30,19 +48,8 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
                         "again",
                         id, p_.config().clockSkewGuard.count())));
     }
-    bson::Doc body;
-    bson_iter_init(&it, cmd);
-    while (bson_iter_next(&it)) {
-        std::string_view k = bson_iter_key(&it);
-        // lsid, txnNumber and autocommit go along: the tier checks that they
-        // match the cursor's (a cursor opened in a transaction reads its snapshot).
-        if (k == "$clusterTime" || k == "recoveryToken") continue;
-        if (k == "getMore") {
-            BSON_APPEND_INT64(body.mut(), "getMore", e->remoteId);
-            continue;
-        }
-        bson_append_iter(body.mut(), nullptr, 0, &it);
-    }
+    if (e->merged) co_return co_await mergedGetMore(*e, id, cmd);
+    bson::Doc body = getMoreBody(cmd, e->remoteId);
     wire::OpMsg none;
     auto r = co_await send(*e->tier, none, body.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
