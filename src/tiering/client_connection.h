@@ -57,6 +57,11 @@ bool isDdlCommand(std::string_view c);
 /// A client's getMore for a tier: the tier's cursor id, without the proxy's fields.
 bson::Doc getMoreBody(const bson_t* cmd, int64_t remoteId);
 
+/// The proxy's error on a change stream's aggregate or getMore, labelled
+/// ResumableChangeStreamError where mongod labels it (a network or retriable
+/// error: a tier's connection failed), so the driver resumes from its token.
+bson::Doc streamError(const Status& s);
+
 struct StreamBatch;
 
 /// Documents of an array field or a document sequence named `name`, as byte

@@ -52,7 +52,7 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     bson::Doc body = getMoreBody(cmd, e->remoteId);
     wire::OpMsg none;
     auto r = co_await send(*e->tier, none, body.get());
-    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    if (!r.isOK()) co_return e->changeStream ? streamError(r.getStatus()) : errorDoc(r.getStatus());
     if (const CollectionPolicy* pol = e->changeStream ? p_.config().policyFor(e->ns) : nullptr)
         r = co_await completeEvents(*pol, r.getValue().get(), e->updateLookup);
     // Map the tier's cursor id back to ours; a finished cursor leaves the map.

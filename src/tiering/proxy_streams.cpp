@@ -96,7 +96,30 @@ asio::awaitable<StatusWith<bson::Doc>> roundTripBody(Tier& tier, Frame request) 
     co_return bodyOf(r.getValue());
 }
 
+/// The reply to a merged stream's aggregate or getMore when a tier failed: a
+/// tier's own error reply (its labels tell the driver whether to resume), else
+/// the proxy's error, labelled resumable when mongod would label it so (a
+/// network or retriable error: the driver resumes from its last merged token).
+bson::Doc streamFailure(const StatusWith<bson::Doc>& fast, const StatusWith<bson::Doc>& archive) {
+    for (const auto* r : {&fast, &archive})
+        if (r->isOK() && !replyStatus(r->getValue().get()).isOK())
+            return bson::copyWithout(r->getValue().get(), {"$clusterTime", "operationTime"});
+    return streamError(!fast.isOK() ? fast.getStatus() : archive.getStatus());
+}
+
 }  // namespace
+
+bson::Doc streamError(const Status& s) {
+    bson::Doc out = errorDoc(s);
+    const int code = static_cast<int>(s.code());
+    if (isNetworkError(code) || isRetriableError(code)) {
+        bson_t labels;
+        BSON_APPEND_ARRAY_BEGIN(out.mut(), "errorLabels", &labels);
+        BSON_APPEND_UTF8(&labels, "0", "ResumableChangeStreamError");
+        bson_append_array_end(out.mut(), &labels);
+    }
+    return out;
+}
 
 asio::awaitable<bson::Doc> ClientConnection::changeStream(const CollectionPolicy& p,
                                                           const wire::OpMsg& msg,
@@ -133,7 +156,7 @@ asio::awaitable<bson::Doc> ClientConnection::changeStream(const CollectionPolicy
                         bson::subDocument(&stage, "$changeStream", &spec) &&
                         str(&spec, "fullDocument") == "updateLookup";
     auto r = co_await send(p_.fast(), msg, body.get());
-    if (!r.isOK()) co_return errorDoc(r.getStatus());
+    if (!r.isOK()) co_return streamError(r.getStatus());
     bson::Doc done = co_await completeEvents(p, r.getValue().get(), kind.updateLookup);
     // Not fast-tiered: a change stream's cursor reads no range eviction could reach.
     co_return rewriteReply(p_.fast(), done.get(), p.ns, false, &kind);
@@ -335,7 +358,8 @@ asio::awaitable<bson::Doc> ClientConnection::mergedChangeStream(
     if (ar.isOK()) archive = takeApart(ar.getValue().get());
     Status st = !fr.isOK() ? fr.getStatus() : replyStatus(fr.getValue().get());
     if (st.isOK()) st = !ar.isOK() ? ar.getStatus() : replyStatus(ar.getValue().get());
-    if (st.isOK() && (!fast->postBatchToken || !archive->postBatchToken))
+    const bool noToken = st.isOK() && (!fast->postBatchToken || !archive->postBatchToken);
+    if (noToken)
         st = Status(ErrorCode::InternalError,
                     "halocline: a tier's change stream returned no postBatchResumeToken");
     if (!st.isOK()) {
@@ -347,7 +371,7 @@ asio::awaitable<bson::Doc> ClientConnection::mergedChangeStream(
         e.merged = stream;
         stream->fastId = fast ? fast->cursorId : 0;
         if (e.remoteId != 0 || stream->fastId != 0) p_.killRemote({e});
-        co_return errorDoc(st);
+        co_return noToken ? errorDoc(st) : streamFailure(fr, ar);
     }
     stream->fastId = fast->cursorId;
     stream->archiveId = archive->cursorId;
@@ -475,7 +499,7 @@ asio::awaitable<bson::Doc> ClientConnection::mergedGetMore(const CursorEntry& e,
         if (ar.isOK()) dead.remoteId = takeApart(ar.getValue().get()).cursorId;
         if (fr.isOK() && s.fastId != 0) s.fastId = takeApart(fr.getValue().get()).cursorId;
         if (dead.remoteId != 0 || s.fastId != 0) p_.killRemote({dead});
-        co_return errorDoc(st);
+        co_return streamFailure(fr, ar);
     }
     StreamBatch fast = s.fastId != 0 ? takeApart(fr.getValue().get()) : StreamBatch{};
     StreamBatch archive = takeApart(ar.getValue().get());

@@ -216,3 +216,34 @@ test('a merged stream refuses a token that is not its own (260)', async () => {
     }
   }, 260);
 });
+
+test('while the fast store is down, a getMore on a merged or a collection stream fails resumable, and the streams resume once it is back', { timeout: 120_000 }, async () => {
+  const client = await t.client();
+  const shop = client.db('shop');
+  // Raw commands in one session (a cursor's getMore must come in the session that opened it).
+  const session = client.startSession();
+  const merged = await shop.command({ aggregate: 1, pipeline: [{ $changeStream: {} }], cursor: {} }, { session });
+  const single = await shop.command({ aggregate: 'orders', pipeline: [{ $changeStream: {} }], cursor: {} }, { session });
+  const streams = [shop.watch([], { maxAwaitTimeMS: 300 }), shop.collection('orders').watch([], { maxAwaitTimeMS: 300 })];
+  await Promise.all(streams.map((s) => s.tryNext()));
+  await t.killFast();
+  try {
+    for (const reply of [merged, single]) {
+      const coll = reply.cursor.ns.slice(reply.cursor.ns.indexOf('.') + 1);
+      const e = await shop.command({ getMore: reply.cursor.id, collection: coll, maxTimeMS: 300 }, { session }).then(
+        (r) => assert.fail(`a getMore succeeded while the fast tier was down: ${show(r)}`),
+        (err) => err,
+      );
+      assert.ok((e.errorLabels || []).includes('ResumableChangeStreamError'), `a getMore ${reply === merged ? 'on the merged stream' : 'on the collection stream'} while the fast tier is down carries no ResumableChangeStreamError: ${show(e)}`);
+    }
+  } finally {
+    await t.restartFast();
+  }
+  await session.endSession();
+  await shop.collection('orders').insertOne({ _id: 'after-restart', date: new Date() });
+  for (const s of streams) {
+    const ev = await s.next();
+    assert.deepEqual([ev.operationType, ev.documentKey._id], ['insert', 'after-restart']);
+    await s.close();
+  }
+});
