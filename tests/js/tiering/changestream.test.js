@@ -211,3 +211,34 @@ test('a stream starting before the fast tier\'s oldest history fails as on mongo
     }
   }, 286);
 });
+
+test('pre- and post-images (whenAvailable) through the proxy match a plain store\'s, for documents that lived only in the archive', { timeout: 120_000 }, async () => {
+  const client = await t.client();
+  const shop = client.db('shop');
+  const refShop = refClient.db('shop');
+  const old = new Date(Date.now() - 400 * 86_400_000);
+  // collMod through the proxy reaches both tiers, as DDL does.
+  for (const db of [shop, refShop]) await db.command({ collMod: 'orders', changeStreamPreAndPostImages: { enabled: true } });
+  await (await t.tierClient('archive')).db('shop').collection('orders').insertMany([{ _id: 'img1', date: old, v: 1 }, { _id: 'img2', date: old, v: 1 }]);
+  await refShop.collection('orders').insertMany([{ _id: 'img1', date: old, v: 1 }, { _id: 'img2', date: old, v: 1 }]);
+  const opts = { fullDocument: 'whenAvailable', fullDocumentBeforeChange: 'whenAvailable', maxAwaitTimeMS: 300 };
+  const streams = [shop.collection('orders').watch([], opts), refShop.collection('orders').watch([], opts)];
+  await Promise.all(streams.map((s) => s.tryNext()));
+  for (const db of [shop, refShop]) {
+    await db.collection('orders').updateOne({ _id: 'img1' }, { $set: { v: 2 } });
+    await db.collection('orders').replaceOne({ _id: 'img1' }, { date: old, v: 3 });
+    await db.collection('orders').deleteOne({ _id: 'img2' });
+  }
+  const seen = [];
+  for (const s of streams) {
+    const events = [];
+    while (events.length < 3) {
+      const e = await s.next();
+      events.push({ op: e.operationType, id: e.documentKey._id, doc: e.fullDocument, before: e.fullDocumentBeforeChange });
+    }
+    await s.close();
+    seen.push(events);
+  }
+  assert.deepEqual(seen[0], seen[1], `proxy: ${show(seen[0])}\nplain: ${show(seen[1])}`);
+  assert.deepEqual(seen[1][0].before, { _id: 'img1', date: old, v: 1 }, 'the plain store kept no pre-image: the test proves nothing');
+});
