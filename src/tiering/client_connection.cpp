@@ -328,6 +328,7 @@ asio::awaitable<net::HandlerResult> ClientConnection::onFrame(net::Frame frame) 
         else
             reply = co_await runCommand(m.getValue(), body.get(), db);
     }
+    if (closeAfterReply_) co_return net::HandlerResult{std::nullopt, true};
     if (moreToCome) co_return net::HandlerResult{std::nullopt, false};
     co_return finish(wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get()));
 }
@@ -385,10 +386,28 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     const std::optional<TxnKey> txn = txnKeyOf(cmd);
     try {
         Status own = sessionAllowed(cmd);
-        if (!own.isOK())
+        std::string_view name;
+        bson_iter_t first;
+        if (bson_iter_init(&first, cmd) && bson_iter_next(&first)) name = bson_iter_key(&first);
+        const bool testing = p_.config().enableTestCommands;
+        std::optional<bson::Doc> failed;
+        if (!own.isOK()) {
             reply = errorDoc(own);
-        else
-            reply = co_await dispatch(msg, cmd, db, txn);
+        } else if (name == "configureFailPoint") {
+            reply = testing ? configureFailPoint(cmd)
+                            : errorDoc(Status(ErrorCode::CommandNotFound,
+                                              "no such command: 'configureFailPoint'"));
+        } else {
+            // (Not inside a condition: GCC 12 miscompiles co_await in short-circuits.)
+            if (testing && p_.failCommand().maybeOn())
+                failed = co_await failCommandBefore(name, db, cmd);
+            if (failed) {
+                reply = std::move(*failed);
+            } else {
+                reply = co_await dispatch(msg, cmd, db, txn);
+                if (testing && p_.failCommand().maybeOn()) failCommandAfter(name, db, cmd, reply);
+            }
+        }
     } catch (const DBException& e) {
         reply = errorDoc(e.status());
     } catch (const std::exception& e) {
@@ -620,6 +639,9 @@ bson::Doc ClientConnection::okReply() {
 }
 
 asio::awaitable<bson::Doc> ClientConnection::helloCommand(const Request& r) {
+    bson_t client;
+    if (clientMetadata_.empty() && bson::subDocument(r.cmd, "client", &client))
+        clientMetadata_ = bson::Doc::copyOf(&client);
     bson::Doc d = hello(r.cmd);
     co_await auth_.appendToHello(r.cmd, d.mut());
     co_return d;
@@ -826,6 +848,18 @@ asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, c
     bson_iter_init(&first, cmd);
     bson_iter_next(&first);
     std::string_view name = bson_iter_key(&first);
+    if (name == "drop" || name == "dropDatabase") {
+        // The feeder must not replay into the dropped archive collection a
+        // write from before the drop (a dropped document would come back, in
+        // the archive and to the next insert's duplicate check): every write
+        // acknowledged so far reaches the archive first.
+        // (The name outside the co_await: GCC 12 miscompiles ?: in its operands.)
+        std::string what = str(cmd, "$db");
+        if (p) what = p->ns;
+        Status w = co_await p_.awaitApplied(0, what, p_.config().causalWaitTimeout,
+                                            [this] { return slot_.killed(); });
+        if (!w.isOK()) co_return errorDoc(w);
+    }
     // The archive first: it is the system of record; then the fast tier.
     bson::Doc ab = forwardBody(cmd, true);
     auto a = co_await send(p_.archive(), msg, ab.get());

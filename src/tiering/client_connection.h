@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/rules/fail_command.h"
 #include "tiering/proxy.h"
 #include "tiering/transactions.h"
 #include "wire/message.h"
@@ -287,8 +288,23 @@ class ClientConnection : public net::FrameHandler {
     bson::Doc killOp(const bson_t* cmd);
     bson::Doc connPoolStats();
 
+    /// Test commands (proxy_testing.cpp): configureFailPoint; failCommand
+    /// before a command runs (an error reply, or nothing: run it) and after
+    /// (a writeConcernError it makes up).
+    bson::Doc configureFailPoint(const bson_t* cmd);
+    asio::awaitable<std::optional<bson::Doc>> failCommandBefore(std::string_view name,
+                                                                const std::string& db,
+                                                                const bson_t* cmd);
+    void failCommandAfter(std::string_view name, const std::string& db, const bson_t* cmd,
+                          bson::Doc& reply);
+    store::FailPointTarget failPointTarget(std::string_view name, const std::string& db,
+                                           const bson_t* cmd) const;
+    bool opensOrReadsChangeStream(std::string_view name, const bson_t* cmd);
+
     Proxy& p_;
     net::ConnectionInfo info_;
+    bson::Doc clientMetadata_;      // the handshake's `client` document
+    bool closeAfterReply_ = false;  // failCommand's closeConnection: no reply, the connection goes
     OperationSlot slot_;
     ClientAuth auth_;
     std::optional<wire::Compressor> compressor_;

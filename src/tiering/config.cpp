@@ -97,7 +97,8 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
     ProxyConfig c;
     Checker ck;
     if (!root.IsMap()) return Status(ErrorCode::BadValue, "the configuration must be a mapping");
-    ck.unknownKeys(root, "", {"net", "tiers", "tiering", "workers", "security", "systemLog"});
+    ck.unknownKeys(root, "",
+                   {"net", "tiers", "tiering", "workers", "security", "systemLog", "setParameter"});
     if (auto net = root["net"]) {
         ck.unknownKeys(net, "net", {"bindIp", "port", "tls", "maxIncomingConnections"});
         ck.get(net, "bindIp", "net", &c.bindIp);
@@ -260,6 +261,11 @@ StatusWith<ProxyConfig> parseRoot(const YAML::Node& root) {
         int v = 0;
         ck.get(l, "verbosity", "systemLog", &v);
         c.verbose = v > 0;
+    }
+    if (auto sp = root["setParameter"]) {
+        // Test commands (configureFailPoint), as mongod and mongos take them.
+        ck.unknownKeys(sp, "setParameter", {"enableTestCommands"});
+        ck.get(sp, "enableTestCommands", "setParameter", &c.enableTestCommands);
     }
     if (!ck.err.empty()) return Status(ErrorCode::BadValue, ck.err);
     return c;

@@ -30,7 +30,10 @@ struct ProxyConfig {
     std::string bindIp = "127.0.0.1";
     int port = 27017;
     int64_t maxIncomingConnections = 1'000'000;  // net.maxIncomingConnections, as mongod
-    net::TlsServerOptions tls;                   // net.tls: TLS for the proxy's clients
+    // setParameter.enableTestCommands: configureFailPoint (failCommand), as on
+    // mongos. Never in production.
+    bool enableTestCommands = false;
+    net::TlsServerOptions tls;  // net.tls: TLS for the proxy's clients
     // tiers
     std::string fastUri;
     std::string archiveUri;

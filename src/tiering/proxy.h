@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "net/listener.h"
+#include "store/rules/fail_point.h"
 #include "tiering/client_auth.h"
 #include "tiering/config.h"
 #include "tiering/cursors.h"
@@ -54,6 +55,9 @@ class Proxy {
     Router& router() { return router_; }
     CursorMap& cursors() { return cursors_; }
     TxnTable& transactions() { return transactions_; }
+    /// mongos' failCommand fail point, evaluated by the proxy itself on its
+    /// clients' commands (setParameter.enableTestCommands only).
+    store::FailPoint& failCommand() { return failCommand_; }
     Operations& operations() { return operations_; }
     UserCache& users() { return users_; }
     AuthCounters& authCounters() { return authCounters_; }
@@ -98,6 +102,7 @@ class Proxy {
     Router router_;
     CursorMap cursors_;
     TxnTable transactions_;
+    store::FailPoint failCommand_;
     std::mutex sessionsMu_;
     struct SessionOwner {
         std::string principal;

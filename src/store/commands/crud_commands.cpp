@@ -254,7 +254,7 @@ Status mayKillCursor(const OperationContext& op, const std::string& ns,
 void failGetMoreAfterCheckout(OperationContext& op, const std::string& ns) {
     FailPoint& fp = op.store.failPoints().failGetMoreAfterCursorCheckout;
     if (!fp.maybeOn()) return;
-    FailPointTarget target{nullptr, op.name, ns, &op.client, op.cmd};
+    FailPointTarget target = failPointTarget(nullptr, op.name, ns, op.client, op.cmd);
     auto data = fp.fire([&](const bson_t* d) { return failPointAppliesTo(d, target, "getMore"); });
     if (!data) return;
     bson_iter_t it;

@@ -1,78 +1,19 @@
 #pragma once
-// The failCommand fail point, with mongod's semantics (its
-// CommandHelpers::shouldActivateFailCommandFailPoint and
-// evaluateFailCommandFailPoint). Its data says which commands it is about:
-//   failCommands: [names]   (a command matches by any of its names; or failAllCommands)
-//   appName                 only connections whose handshake had this client.application.name
-//   namespace               only commands on this "db.collection"
-//   threadName              only this connection ("conn<id>")
-//   failInternalCommands    also the store's own commands and internal clients
-//                           (hello with internalClient), which are otherwise spared
-// and what happens to them, in this order:
-//   blockConnection + blockTimeMS   wait before anything else
-//   closeConnection                 the connection closes; no reply is sent
-//   errorCode                       {ok: 0, code, codeName, errmsg: "Failing command via
-//                                   'failCommand' failpoint"}
-//   errorLabels                     replace the labels the store would add to the reply
-//   writeConcernError               a command that takes a write concern runs, and its
-//                                   reply carries this document as writeConcernError
-// configureFailPoint itself is never affected. The point fires (and counts
-// against {times}/{skip}) only for a command it is about that it does something
-// to: blockConnection, closeConnection or errorCode; writeConcernError is a
-// second, separate activation after the command ran.
-#include <chrono>
-#include <memory>
-#include <optional>
+// The store's side of the fail points (store/rules/fail_command.h has the
+// rules): configureFailPoint, and the target a command on a connection is.
 #include <string>
 #include <string_view>
 
-#include "bson/doc.h"
-#include "common/status.h"
-#include "store/exec/fail_point.h"
+#include "store/rules/fail_command.h"
 
 namespace halo::store {
 
 struct ClientState;
 struct CommandSpec;
 
-/// The command a fail point looks at.
-struct FailPointTarget {
-    const CommandSpec* spec = nullptr;  // its names; null: match `name` only
-    std::string_view name;              // as sent
-    std::string ns;                     // "db.collection" (or "db.$cmd")
-    const ClientState* client = nullptr;
-    const bson_t* cmd = nullptr;  // a handshake's hello carries the client's metadata
-};
-
-/// Whether failCommand-style `data` is about `target` (filters above). With
-/// `onlyCommand`, failCommands is taken as naming just that command (mongod's
-/// failGetMoreAfterCursorCheckout).
-bool failPointAppliesTo(const bson_t* data, const FailPointTarget& target,
-                        std::optional<std::string_view> onlyCommand = std::nullopt);
-
-/// What failCommand does to one command, decided when it arrives.
-struct FailCommandEffect {
-    std::shared_ptr<const bson::Doc> data;  // null: the point did not fire
-    std::optional<std::chrono::milliseconds> block;
-    bool closeConnection = false;
-    std::optional<Status> error;           // errorCode, or a bad blockTimeMS
-    std::optional<bson::Doc> errorLabels;  // the labels of the reply, as given
-    bool fired() const { return data != nullptr; }
-};
-
-/// Evaluates failCommand for a command about to run.
-FailCommandEffect evaluateFailCommand(FailPoint& failCommand, const FailPointTarget& target);
-
-/// The effect of data that already fired (a blocked command resumes with it).
-FailCommandEffect failCommandEffectOf(std::shared_ptr<const bson::Doc> data);
-
-/// After a command that takes a write concern ran: the writeConcernError the
-/// fail point puts in its reply (and the labels to go with it), if it fires.
-struct FailCommandWriteConcernError {
-    bson::Doc field;  // {writeConcernError: <as given>}, to append to the reply
-    std::optional<bson::Doc> errorLabels;
-};
-std::optional<FailCommandWriteConcernError> evaluateFailCommandWriteConcern(
-    FailPoint& failCommand, const FailPointTarget& target);
+/// What the fail point filters see of `cmd` (named `name`, on `ns`), run by
+/// `client`; `spec` gives its aliases (null: only `name`).
+FailPointTarget failPointTarget(const CommandSpec* spec, std::string_view name, std::string ns,
+                                const ClientState& client, const bson_t* cmd);
 
 }  // namespace halo::store

@@ -16,7 +16,7 @@
 #include "store/exec/cursor_manager.h"
 #include "store/exec/interrupt.h"
 #include "store/repl/oplog.h"
-#include "store/server/error_labels.h"
+#include "store/rules/error_labels.h"
 #include "store/server/service.h"
 #include "store/storage/catalog.h"
 #include "store/storage/engine.h"
@@ -53,40 +53,6 @@ bool writesAuthzDocuments(std::string_view name, std::string_view db, const bson
     if (std::find(std::begin(kWrites), std::end(kWrites), name) == std::end(kWrites)) return false;
     std::string coll = firstCommandString(cmd);
     return coll == "system.users" || coll == "system.roles";
-}
-
-/// Commands that take a write concern (mongod's supportsWriteConcern).
-bool takesWriteConcern(std::string_view name) {
-    static constexpr std::string_view kWrites[] = {"insert",
-                                                   "update",
-                                                   "delete",
-                                                   "findAndModify",
-                                                   "findandmodify",
-                                                   "create",
-                                                   "drop",
-                                                   "createIndexes",
-                                                   "dropIndexes",
-                                                   "deleteIndexes",
-                                                   "collMod",
-                                                   "renameCollection",
-                                                   "dropDatabase",
-                                                   "commitTransaction",
-                                                   "abortTransaction",
-                                                   "createUser",
-                                                   "updateUser",
-                                                   "dropUser",
-                                                   "dropAllUsersFromDatabase",
-                                                   "grantRolesToUser",
-                                                   "revokeRolesFromUser",
-                                                   "createRole",
-                                                   "updateRole",
-                                                   "dropRole",
-                                                   "dropAllRolesFromDatabase",
-                                                   "grantPrivilegesToRole",
-                                                   "revokePrivilegesFromRole",
-                                                   "grantRolesToRole",
-                                                   "revokeRolesFromRole"};
-    return std::find(std::begin(kWrites), std::end(kWrites), name) != std::end(kWrites);
 }
 
 /// A write concern a one-member replica set cannot satisfy, as mongod 7.0
@@ -492,7 +458,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
         // also for a statement inside a transaction).
         if (failPoints_.failCommand.maybeOn() && takesWriteConcern(name) &&
             !bson_has_field(reply, "writeConcernError")) {
-            FailPointTarget target{spec, name, ns, &client, cmd};
+            FailPointTarget target = failPointTarget(spec, name, ns, client, cmd);
             if (auto wce = evaluateFailCommandWriteConcern(failPoints_.failCommand, target)) {
                 bson_concat(reply, wce->field.get());
                 if (wce->errorLabels) labelsOverride = std::move(wce->errorLabels);
@@ -1018,32 +984,16 @@ void Store::appendErrorLabels(const ClientState& client, std::string_view name,
     auto [code, wcCode] = replyCodes(reply);
     if (!code && !wcCode) return;
     if (!bson_has_field(reply, "errorLabels")) {
-        if (labelsOverride) {
-            // A fail point named the labels: they replace the store's own.
-            if (!bson_empty(labelsOverride->get()))
-                bson_append_array(reply, "errorLabels", 11, labelsOverride->get());
-        } else {
-            LabelContext ctx;
-            ctx.command = name;
-            ctx.hasTxnNumber = args.has("txnNumber");
-            ctx.hasAutocommit = args.has("autocommit");
-            ctx.internalClient = client.internal || client.internalClient;
-            // A getMore knows once it holds its cursor (one that failed before,
-            // by a fail point too, does not: mongod does not label it either).
-            ctx.changeStream =
-                changeStream || (code && name == "aggregate" && opensChangeStream(args));
-            auto labels = errorLabelsFor(ctx, code, wcCode);
-            if (!labels.empty()) {
-                bson_t arr;
-                BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
-                for (size_t i = 0; i < labels.size(); ++i) {
-                    std::string k = std::to_string(i);
-                    bson_append_utf8(&arr, k.c_str(), -1, labels[i].data(),
-                                     static_cast<int>(labels[i].size()));
-                }
-                bson_append_array_end(reply, &arr);
-            }
-        }
+        // A fail point that named the labels replaces the store's own.
+        LabelContext ctx;
+        ctx.command = name;
+        ctx.hasTxnNumber = args.has("txnNumber");
+        ctx.hasAutocommit = args.has("autocommit");
+        ctx.internalClient = client.internal || client.internalClient;
+        // A getMore knows once it holds its cursor (one that failed before,
+        // by a fail point too, does not: mongod does not label it either).
+        ctx.changeStream = changeStream || (code && name == "aggregate" && opensChangeStream(args));
+        store::appendErrorLabels(reply, ctx, code, wcCode, labelsOverride);
     }
     // A not-primary error carries the topologyVersion it was seen at (mongod
     // does so on a replica set): drivers ignore an error no newer than their view.
@@ -1081,8 +1031,8 @@ bool Store::applyFailCommand(ClientState& client, std::string_view db, const Com
             effect.error = Status(ErrorCode::Interrupted, "operation was interrupted");
         }
     } else {
-        FailPointTarget target{&spec, name, describeCommand(db, args.doc()).second, &client,
-                               args.doc()};
+        FailPointTarget target = failPointTarget(
+            &spec, name, describeCommand(db, args.doc()).second, client, args.doc());
         effect = evaluateFailCommand(failPoints_.failCommand, target);
         if (!effect.fired()) return false;
         if (effect.block && effect.block->count() > 0) {

@@ -18,11 +18,11 @@
 #include "common/status.h"
 #include "net/listener.h"
 #include "store/authz/authorization.h"
-#include "store/exec/fail_point.h"
 #include "store/exec/operation_registry.h"
 #include "store/exec/profile_settings.h"
 #include "store/exec/top.h"
 #include "store/repl/logical_clock.h"
+#include "store/rules/fail_point.h"
 #include "store/server/options.h"
 #include "wire/message.h"
 

@@ -9,6 +9,9 @@
 //   --only-baseline    run only the baseline files
 //   --uri URI          use a running server instead of starting one
 //   --replSet NAME     start the server with --replSet NAME (change streams, transactions)
+//   --proxy            run through the tiering proxy instead: two stores (fast and archive
+//                      replica sets) behind `halocline proxy`, with every collection the
+//                      selected files name tiered (the second pass of issue 14)
 //   --verbose          print every test's outcome, not only failures and skips
 //   --test-timeout MS  per-test bound (default 60000)
 // Output: one line per file, details of failures and skip reasons, one line per suite
@@ -64,6 +67,7 @@ function parseArgs(argv) {
     else if (a === '--only-baseline') o.onlyBaseline = true;
     else if (a === '--uri') o.uri = argv[++i];
     else if (a === '--replSet') o.replSet = argv[++i];
+    else if (a === '--proxy') o.proxy = true;
     else if (a === '--verbose' || a === '-v') o.verbose = true;
     else if (a === '--test-timeout') o.testTimeoutMs = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
@@ -532,6 +536,38 @@ async function serverFacts(internal) {
   return { version: build.version, topology, parameters };
 }
 
+/** Every "db.collection" the files' entities and initial data name (the proxy tiers them). */
+function namespacesOf(files, opts) {
+  const out = new Set();
+  for (const rel of files) {
+    const doc = JSON.parse(fs.readFileSync(path.join(opts.dir, rel), 'utf8'));
+    const dbs = new Map();
+    for (const e of doc.createEntities || []) if (e.database) dbs.set(e.database.id, e.database.databaseName);
+    for (const e of doc.createEntities || []) if (e.collection && dbs.has(e.collection.database)) out.add(`${dbs.get(e.collection.database)}.${e.collection.collectionName}`);
+    for (const d of doc.initialData || []) out.add(`${d.databaseName}.${d.collectionName}`);
+  }
+  // The proxy refuses to tier system databases.
+  return [...out].filter((ns) => !/^(admin|local|config)\./.test(ns)).sort();
+}
+
+/**
+ * The tiered deployment for --proxy: both stores with test commands on, the proxy with
+ * them too (it evaluates failCommand itself, as mongos does), every collection of the
+ * files tiered with a long horizon (the tests' documents carry no age field: they stay in
+ * the fast tier once written, and reads without an age proof merge both tiers).
+ */
+async function startProxied(files, opts) {
+  const { startTiered } = require('../lib/tiered');
+  const t = await startTiered({
+    collections: namespacesOf(files, opts),
+    horizon: '30d',
+    storeArgs: ['--setParameter', 'enableTestCommands=1'],
+    extra: { setParameter: { enableTestCommands: true } },
+  });
+  await t.waitHealthy();
+  return t;
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const { files: baseline, tests: baselineTests } = loadBaseline(opts.baseline);
@@ -542,8 +578,14 @@ async function main() {
   const missingBaseline = [...baseline, ...Object.keys(baselineTests)].filter((b) => !allFiles.includes(b));
 
   let server = null;
+  let tiered = null;
   let uri = opts.uri;
-  if (!uri) {
+  if (!uri && opts.proxy) {
+    tiered = await startProxied(files, opts);
+    uri = tiered.uri();
+    // The proxy process is the one to watch (the stores' deaths surface as its errors).
+    server = { proc: tiered.proxy.proc, cleanup: () => tiered.cleanup() };
+  } else if (!uri) {
     // Test commands on, as the specification's test setups run mongod: the
     // transactions, retryable-writes and sessions tests drive failCommand.
     const extraArgs = ['--setParameter', 'enableTestCommands=1'];

@@ -433,6 +433,7 @@ function explainView(raw) {
  *  workers: true (defaults) | false (disabled) | partial workers block merged into defaults
  *  extra: merged into the generated config object last
  *  startProxy: false to load the tiers directly first, then call t.startProxy()
+ *  storeArgs: extra command-line arguments for both stores
  *  tls: {certs (lib/certs.js makeCerts()), tiers = true, proxy = true, tierPem, tierUriParams,
  *        clientCerts = false}
  *     tiers: both stores run --tlsMode requireTLS (with tierPem, default certs.serverPem) and
@@ -471,6 +472,7 @@ class Tiered {
     readyTimeoutMs,
     tls,
     auth = null,
+    storeArgs = [],
   } = {}) {
     this.bin = bin || haloclineBinary();
     this.tls = tls ? { tiers: true, proxy: true, tierUriParams: {}, ...tls } : null;
@@ -483,6 +485,7 @@ class Tiered {
     this.namespaces = normaliseCollections(collections, horizon).map((c) => c.namespace);
     this.env = env;
     this.readyTimeoutMs = readyTimeoutMs;
+    this.storeArgs = storeArgs;
     this.auth = auth ? { proxyRoles: ['readWriteAnyDatabase'], mechanisms: {}, ...(auth === true ? {} : auth) } : null;
     this.dir = makeTempDir('halocline-tiered-');
     this.clients = [];
@@ -503,7 +506,7 @@ class Tiered {
     const archivePath = path.join(this.dir, 'archive');
     fs.mkdirSync(fastPath);
     fs.mkdirSync(archivePath);
-    const extraArgs = [...(common.extraArgs || []), ...(this.auth ? ['--auth'] : [])];
+    const extraArgs = [...(common.extraArgs || []), ...(this.auth ? ['--auth'] : []), ...this.storeArgs];
     [this.fast, this.archive] = await Promise.all([
       startStore({ ...common, dbpath: fastPath, replSet: 'fast', extraArgs }),
       startStore({ ...common, dbpath: archivePath, replSet: 'archive', extraArgs }),

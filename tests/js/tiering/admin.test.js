@@ -229,3 +229,31 @@ test('killOp through the proxy interrupts an operation waiting in the proxy, whi
     await t3.cleanup();
   }
 });
+
+test('dropping a tiered collection waits until the feeder applied the writes before it: none comes back in the archive', { timeout: 120_000 }, async () => {
+  const client = await t.client();
+  const admin = client.db('admin');
+  const coll = client.db('shop').collection('orders');
+  const archive = (await t.directClient('archive')).db('shop').collection('orders');
+  await coll.insertOne({ _id: 'before-drop', date: new Date() });
+  // The feeder paused: the insert has not reached the archive when the drop is sent.
+  await admin.command({ haloclinePauseFeeder: 600_000 });
+  await coll.insertOne({ _id: 'paused', date: new Date() });
+  let dropped = false;
+  const drop = coll.drop().then(() => {
+    dropped = true;
+  });
+  // The drop waits for the feeder, which is paused (nothing but the resume ends the wait).
+  await waitUntil('the drop to be waiting in the proxy', async () => {
+    const ops = await admin.aggregate([{ $currentOp: {} }, { $match: { 'command.drop': 'orders' } }]).toArray();
+    return ops.length > 0;
+  });
+  assert.equal(dropped, false, 'the drop finished while the feeder was paused: a write before it could reach the dropped archive collection afterwards');
+  await admin.command({ haloclinePauseFeeder: 0 });
+  await drop;
+  await admin.command({ haloclineFlushFeeder: 1 });
+  assert.deepEqual(await archive.find().toArray(), [], 'a document written before the drop came back in the archive');
+  // The same ids are free again, through the proxy's duplicate check against the archive.
+  await coll.insertMany([{ _id: 'before-drop', date: new Date() }, { _id: 'paused', date: new Date() }]);
+  assert.equal(await coll.countDocuments({}), 2);
+});

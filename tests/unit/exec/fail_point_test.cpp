@@ -1,6 +1,6 @@
 // FailPoint: configureFailPoint's mode and data parsing with mongod's errors,
 // and how each mode counts activations (only those the predicate accepts).
-#include "store/exec/fail_point.h"
+#include "store/rules/fail_point.h"
 
 #include <gtest/gtest.h>
 

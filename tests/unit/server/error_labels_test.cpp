@@ -1,6 +1,6 @@
 // errorLabelsFor: mongod's ErrorLabelBuilder decisions for transactions,
 // retryable writes and change streams.
-#include "store/server/error_labels.h"
+#include "store/rules/error_labels.h"
 
 #include <gtest/gtest.h>
 

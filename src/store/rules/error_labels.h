@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bson/doc.h"
+
 namespace halo::store {
 
 /// What the labels depend on besides the codes.
@@ -24,6 +26,15 @@ struct LabelContext {
 /// apply; at most one of TransientTransactionError and RetryableWriteError.
 std::vector<std::string_view> errorLabelsFor(const LabelContext& ctx, std::optional<int> code,
                                              std::optional<int> wcCode);
+
+/// Appends errorLabels to a failed `reply` (code `code`, writeConcernError
+/// `wcCode`): `labelsOverride` as given when a fail point named them (an empty
+/// array: none), else errorLabelsFor's.
+void appendErrorLabels(bson_t* reply, const LabelContext& ctx, std::optional<int> code,
+                       std::optional<int> wcCode, const std::optional<bson::Doc>& labelsOverride);
+
+/// Commands that take a write concern (mongod's supportsWriteConcern).
+bool takesWriteConcern(std::string_view name);
 
 /// mongod's isTransientTransactionError: a transaction that failed with `code`
 /// had no lasting effect and may be retried as a whole.

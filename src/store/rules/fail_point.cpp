@@ -1,4 +1,4 @@
-#include "store/exec/fail_point.h"
+#include "store/rules/fail_point.h"
 
 #include <fmt/format.h>
 
