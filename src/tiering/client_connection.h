@@ -255,12 +255,13 @@ class ClientConnection : public net::FrameHandler {
         bool range = false;
     };
     asio::awaitable<Status> prepareInTxn(const CollectionPolicy& p, const bson_t* filter,
-                                         const bson_t* collation,
+                                         const bson_t* matchOptions,
                                          std::optional<std::vector<Id>> ids,
                                          std::vector<Pinned>* pins, std::vector<TxnNeed>* needs);
-    /// Pins and promotes what a write with `filter` can touch (appends to `pins`).
+    /// Pins and promotes what a write with `filter` can touch under
+    /// `matchOptions` (matchOptionsOf) (appends to `pins`).
     asio::awaitable<Status> prepare(const CollectionPolicy& p, const bson_t* filter,
-                                    std::vector<Pinned>* pins);
+                                    const bson_t* matchOptions, std::vector<Pinned>* pins);
     /// CONSISTENCY.md, Cold writes: the one statement `stmt` of `cmd` (of
     /// kind "update", "delete" or "findAndModify") runs in the archive when
     /// its document lives only there, and a retry of a statement that ran
@@ -297,6 +298,10 @@ class ClientConnection : public net::FrameHandler {
                                                                 const bson_t* cmd);
     void failCommandAfter(std::string_view name, const std::string& db, const bson_t* cmd,
                           bson::Doc& reply);
+    /// failGetMoreAfterCursorCheckout: the error for a getMore on cursor `id`
+    /// (`e`), which is gone; nothing when the point does not fire.
+    std::optional<bson::Doc> failGetMoreAfterCheckout(const bson_t* cmd, const CursorEntry& e,
+                                                      int64_t id);
     store::FailPointTarget failPointTarget(std::string_view name, const std::string& db,
                                            const bson_t* cmd) const;
     bool opensOrReadsChangeStream(std::string_view name, const bson_t* cmd);

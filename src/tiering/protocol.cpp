@@ -594,17 +594,34 @@ std::optional<int64_t> ageMillis(const bson_t* doc, const CollectionPolicy& p) {
     return std::nullopt;
 }
 
-/// Ids of documents matching `filter` in `tier` (with the age field).
-asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(Tier& tier, const std::string& ns,
-                                                                const bson_t* filterDoc,
-                                                                const CollectionPolicy* p,
-                                                                const bson_t* collation = nullptr,
-                                                                int64_t limit = 0) {
+}  // namespace
+
+bson::Doc matchOptionsOf(const bson_t* cmd, const bson_t* stmt) {
+    bson::Doc out;
+    bson_t c, l;
+    if ((stmt && bson::subDocument(stmt, "collation", &c)) ||
+        bson::subDocument(cmd, "collation", &c))
+        BSON_APPEND_DOCUMENT(out.mut(), "collation", &c);
+    if (bson::subDocument(cmd, "let", &l)) BSON_APPEND_DOCUMENT(out.mut(), "let", &l);
+    return out;
+}
+
+bool collated(const bson_t* matchOptions) {
+    return matchOptions && bson_has_field(matchOptions, "collation");
+}
+
+namespace {
+
+/// Ids of documents matching `filter` in `tier` (with the age field), under
+/// the client's `matchOptions` (matchOptionsOf).
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(
+    Tier& tier, const std::string& ns, const bson_t* filterDoc, const CollectionPolicy* p,
+    const bson_t* matchOptions = nullptr, int64_t limit = 0) {
     auto [db, coll] = splitNs(ns);
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
     bson_concat(c.mut(), filterDoc);
-    if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+    if (matchOptions) bson_concat(c.mut(), matchOptions);
     if (limit > 0) BSON_APPEND_INT64(c.mut(), "limit", limit);
     bson_t proj;
     BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "projection", &proj);
@@ -731,14 +748,14 @@ asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolic
 
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
                                                          Millis guard, const bson_t* filter,
-                                                         const bson_t* collation,
+                                                         const bson_t* matchOptions,
                                                          int64_t archiveCap) {
     int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
     bson::Doc f;
     BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
     std::vector<Id> toPin;
     std::unordered_set<std::string> seen;
-    auto fast = co_await matchingIds(t.fast, p.ns, f.get(), &p, collation);
+    auto fast = co_await matchingIds(t.fast, p.ns, f.get(), &p, matchOptions);
     if (!fast.isOK()) co_return fast.getStatus();
     for (auto& d : fast.getValue()) {
         Id id;
@@ -747,7 +764,7 @@ asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const Collect
         if (age && *age < evictableBelow && seen.insert(idKey(id)).second)
             toPin.push_back(std::move(id));
     }
-    auto archive = co_await matchingIds(t.archive, p.ns, f.get(), nullptr, collation,
+    auto archive = co_await matchingIds(t.archive, p.ns, f.get(), nullptr, matchOptions,
                                         archiveCap > 0 ? archiveCap + 1 : 0);
     if (!archive.isOK()) co_return archive.getStatus();
     if (archiveCap > 0 && static_cast<int64_t>(archive.getValue().size()) > archiveCap)
@@ -806,7 +823,7 @@ asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
 
 asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
     CommandRunner run, const Metadata& meta, const std::string& ns, const bson_t* filter, int limit,
-    const bson_t* sort, const bson_t* collation) {
+    const bson_t* sort, const bson_t* matchOptions) {
     auto [db, coll] = splitNs(ns);
     DeleteResult out;
     std::vector<Id> ids;
@@ -815,7 +832,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
         BSON_APPEND_UTF8(c.mut(), "findAndModify", coll.c_str());
         BSON_APPEND_DOCUMENT(c.mut(), "query", filter);
         if (sort) BSON_APPEND_DOCUMENT(c.mut(), "sort", sort);
-        if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+        if (matchOptions) bson_concat(c.mut(), matchOptions);
         BSON_APPEND_BOOL(c.mut(), "remove", true);
         BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
         auto r = co_await run(c.get());
@@ -830,7 +847,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
         bson::Doc f;
         BSON_APPEND_DOCUMENT(f.mut(), "filter", filter);
         bson::Doc c = findIdsCommand(db, coll, f.get());
-        if (collation) BSON_APPEND_DOCUMENT(c.mut(), "collation", collation);
+        if (matchOptions) bson_concat(c.mut(), matchOptions);
         auto r = co_await collectWith(run, c.get());
         if (!r.isOK()) co_return r.getStatus();
         for (auto& d : r.getValue()) {
@@ -884,7 +901,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
 asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
                                                                const bson_t* filter, int limit,
                                                                const bson_t* sort,
-                                                               const bson_t* collation,
+                                                               const bson_t* matchOptions,
                                                                const bson_t* retryKey) {
     Status last = Status::OK();
     for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
@@ -895,7 +912,7 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
         do {
             auto removed =
                 co_await deleteAndTombstone([&txn](const bson_t* x) { return txn.run(x); }, t.meta,
-                                            ns, filter, limit, sort, collation);
+                                            ns, filter, limit, sort, matchOptions);
             if (!removed.isOK()) {
                 st = removed.getStatus();
                 break;

@@ -173,14 +173,21 @@ struct Pinned {
     /// promoted, so the write may run there (cold_write.h).
     bool cold = false;
 };
+/// What changes which documents a client's filter matches, for the proxy's own
+/// queries with that filter: {collation, let}, each when given (the statement's
+/// collation before the command's; `let` is the command's). Empty: neither.
+bson::Doc matchOptionsOf(const bson_t* cmd, const bson_t* stmt = nullptr);
+/// Whether `matchOptions` has a collation ("a" may match "A": no exact ids).
+bool collated(const bson_t* matchOptions);
+
 asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
                                                  const std::vector<Id>& ids, bool coldOk = false);
-/// The same for every document `filter` can match (under `collation`), in
-/// either tier. With `archiveCap`, more than that many matches in the archive
-/// are refused (TransactionTooLarge) before anything is pinned.
+/// The same for every document `filter` can match (under `matchOptions`: the
+/// client's collation and let, matchOptionsOf), in either tier. With `archiveCap`, more than that
+/// many matches in the archive are refused (TransactionTooLarge) before anything is pinned.
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
                                                          Millis guard, const bson_t* filter,
-                                                         const bson_t* collation = nullptr,
+                                                         const bson_t* matchOptions = nullptr,
                                                          int64_t archiveCap = 0);
 asio::awaitable<void> unpin(Tiers& t, const Pinned& pins);
 /// Pins older than this are left by a crashed proxy; the evictor ignores them.
@@ -201,14 +208,14 @@ struct DeleteResult {
 /// the caller commits: the delete and the tombstones, nothing else.
 asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
     CommandRunner run, const Metadata& meta, const std::string& ns, const bson_t* filter, int limit,
-    const bson_t* sort, const bson_t* collation);
+    const bson_t* sort, const bson_t* matchOptions);
 /// With `retryKey` (a retryable write's {lsid, txnNumber, stmt}), the result is
 /// recorded in halocline.retries in the same transaction; findRetry() returns it
 /// to a retry of the same statement, so a retried delete answers as the first.
 asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const std::string& ns,
                                                                const bson_t* filter, int limit,
                                                                const bson_t* sort,
-                                                               const bson_t* collation,
+                                                               const bson_t* matchOptions,
                                                                const bson_t* retryKey = nullptr);
 asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
                                                                    const bson_t* retryKey);

@@ -58,6 +58,8 @@ class Proxy {
     /// mongos' failCommand fail point, evaluated by the proxy itself on its
     /// clients' commands (setParameter.enableTestCommands only).
     store::FailPoint& failCommand() { return failCommand_; }
+    /// A getMore that found its cursor fails (errorCode); the cursor is gone.
+    store::FailPoint& failGetMoreAfterCursorCheckout() { return failGetMore_; }
     Operations& operations() { return operations_; }
     UserCache& users() { return users_; }
     AuthCounters& authCounters() { return authCounters_; }
@@ -103,6 +105,7 @@ class Proxy {
     CursorMap cursors_;
     TxnTable transactions_;
     store::FailPoint failCommand_;
+    store::FailPoint failGetMore_;
     std::mutex sessionsMu_;
     struct SessionOwner {
         std::string principal;

@@ -48,6 +48,8 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
                         "again",
                         id, p_.config().clockSkewGuard.count())));
     }
+    if (p_.config().enableTestCommands)
+        if (auto failed = failGetMoreAfterCheckout(cmd, *e, id)) co_return std::move(*failed);
     if (e->merged) co_return co_await mergedGetMore(*e, id, cmd);
     bson::Doc body = getMoreBody(cmd, e->remoteId);
     wire::OpMsg none;

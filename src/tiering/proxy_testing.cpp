@@ -52,12 +52,17 @@ bool ClientConnection::opensOrReadsChangeStream(std::string_view name, const bso
 
 bson::Doc ClientConnection::configureFailPoint(const bson_t* cmd) {
     std::string name = str(cmd, "configureFailPoint");
-    if (name != "failCommand")
+    store::FailPoint* fp = nullptr;
+    if (name == "failCommand") fp = &p_.failCommand();
+    if (name == "failGetMoreAfterCursorCheckout") fp = &p_.failGetMoreAfterCursorCheckout();
+    if (!fp)
         return errorDoc(Status(ErrorCode::FailPointSetFailed,
-                               fmt::format("{} not found (the proxy has failCommand only)", name)));
+                               fmt::format("{} not found (the proxy has failCommand and "
+                                           "failGetMoreAfterCursorCheckout)",
+                                           name)));
     auto settings = store::FailPoint::parse(cmd);
     if (!settings.isOK()) return errorDoc(settings.getStatus());
-    int64_t before = p_.failCommand().configure(std::move(settings.getValue()));
+    int64_t before = fp->configure(std::move(settings.getValue()));
     log::warning("control", 23829, "Set failpoint",
                  fmt::format(R"({{"failPointName":{}}})", log::quote(name)));
     bson::Doc d;
@@ -87,6 +92,28 @@ asio::awaitable<std::optional<bson::Doc>> ClientConnection::failCommandBefore(st
         reply.mut(), labelContext(name, cmd, opensOrReadsChangeStream(name, cmd)),
         static_cast<int>(effect.error->code()), std::nullopt, effect.errorLabels);
     co_return reply;
+}
+
+std::optional<bson::Doc> ClientConnection::failGetMoreAfterCheckout(const bson_t* cmd,
+                                                                    const CursorEntry& e,
+                                                                    int64_t id) {
+    store::FailPoint& fp = p_.failGetMoreAfterCursorCheckout();
+    if (!fp.maybeOn()) return std::nullopt;
+    store::FailPointTarget target = failPointTarget("getMore", str(cmd, "$db"), cmd);
+    auto data =
+        fp.fire([&](const bson_t* d) { return store::failPointAppliesTo(d, target, "getMore"); });
+    if (!data) return std::nullopt;
+    bson_iter_t it;
+    int code = static_cast<int>(ErrorCode::InternalError);
+    if (bson_iter_init_find(&it, data->get(), "errorCode") && BSON_ITER_HOLDS_NUMBER(&it))
+        code = static_cast<int>(bson_iter_as_int64(&it));
+    p_.cursors().erase(id);
+    p_.killRemote({e});
+    bson::Doc reply = errorDoc(
+        Status(static_cast<ErrorCode>(code), "Hit the 'failGetMoreAfterCursorCheckout' failpoint"));
+    store::appendErrorLabels(reply.mut(), labelContext("getMore", cmd, e.changeStream), code,
+                             std::nullopt, std::nullopt);
+    return reply;
 }
 
 void ClientConnection::failCommandAfter(std::string_view name, const std::string& db,

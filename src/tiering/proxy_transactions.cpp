@@ -38,10 +38,10 @@ asio::awaitable<std::optional<bson::Doc>> ClientConnection::transactionStatement
 }
 
 asio::awaitable<Status> ClientConnection::prepareInTxn(
-    const CollectionPolicy& p, const bson_t* filter, const bson_t* collation,
+    const CollectionPolicy& p, const bson_t* filter, const bson_t* matchOptions,
     std::optional<std::vector<Id>> ids, std::vector<Pinned>* pins, std::vector<TxnNeed>* needs) {
     // Ids named under a collation may match others ("a" and "A"): a range.
-    if (!ids && !collation) ids = idsNamedBy(filter);
+    if (!ids && !collated(matchOptions)) ids = idsNamedBy(filter);
     TxnNeed need;
     StatusWith<Pinned> r = Pinned{};
     if (ids) {
@@ -49,7 +49,7 @@ asio::awaitable<Status> ClientConnection::prepareInTxn(
         for (auto& id : *ids) need.ids.push_back(id.copy());
     } else {
         r = co_await prepareWriteMatching(p_.tiers(), p, p_.config().clockSkewGuard, filter,
-                                          collation, p_.config().transactionPromotionLimit);
+                                          matchOptions, p_.config().transactionPromotionLimit);
         need.range = true;
     }
     if (!r.isOK()) co_return r.getStatus();
@@ -86,16 +86,15 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         } else if (d.route == Route::Refuse) {
             st = d.refusal;
         } else if (d.route != Route::Fast || !prog || !prog->warmDone) {
-            bson_t filter, collation;
+            bson_t filter;
             if (!readFilter(name, cmd, &filter)) filter = empty;
-            bool collated = bson::subDocument(cmd, "collation", &collation);
+            const bson::Doc options = matchOptionsOf(cmd);
             std::optional<std::vector<Id>> ids;
             if (d.lookupId) {
                 ids.emplace();
                 ids->push_back(d.lookupId->copy());
             }
-            st = co_await prepareInTxn(p, &filter, collated ? &collation : nullptr, std::move(ids),
-                                       &pins, &needs);
+            st = co_await prepareInTxn(p, &filter, options.get(), std::move(ids), &pins, &needs);
         }
         // (A read the fast tier provably answers whole, with the warm-up
         // done, needs nothing: it held that range at the snapshot too.)
@@ -110,21 +109,19 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
     } else if (name == "update" || name == "delete") {
         for (auto stmt : statements(msg, cmd, name == "update" ? "updates" : "deletes")) {
             bson::View u(stmt.data(), stmt.size());
-            bson_t q, collation;
+            bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) q = empty;
-            bool collated = bson::subDocument(u.get(), "collation", &collation);
-            st = co_await prepareInTxn(p, &q, collated ? &collation : nullptr, std::nullopt, &pins,
-                                       &needs);
+            const bson::Doc options = matchOptionsOf(cmd, u.get());
+            st = co_await prepareInTxn(p, &q, options.get(), std::nullopt, &pins, &needs);
             if (!st.isOK()) break;
         }
     } else if (isWriteCommand(name)) {  // findAndModify
-        bson_t q, collation;
+        bson_t q;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
-        bool collated = bson::subDocument(cmd, "collation", &collation);
+        const bson::Doc options = matchOptionsOf(cmd);
         st = truthy(cmd, "remove") ? removeSupported(cmd) : Status::OK();
         if (st.isOK())
-            st = co_await prepareInTxn(p, &q, collated ? &collation : nullptr, std::nullopt, &pins,
-                                       &needs);
+            st = co_await prepareInTxn(p, &q, options.get(), std::nullopt, &pins, &needs);
     }
     // After the first statement the snapshot is taken: what was promoted
     // since is not in it (CONSISTENCY.md, Transactions).
@@ -141,15 +138,14 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         int64_t n = 0;
         for (auto stmt : statements(msg, cmd, "deletes")) {
             bson::View u(stmt.data(), stmt.size());
-            bson_t q, collation;
+            bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) q = empty;
-            bool collated = bson::subDocument(u.get(), "collation", &collation);
+            const bson::Doc options = matchOptionsOf(cmd, u.get());
             bson_iter_t it;
             int64_t limit = 0;
             if (bson_iter_init_find(&it, u.get(), "limit")) limit = bson_iter_as_int64(&it);
             auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q,
-                                                 limit == 1 ? 1 : 0, nullptr,
-                                                 collated ? &collation : nullptr);
+                                                 limit == 1 ? 1 : 0, nullptr, options.get());
             if (!r.isOK()) {
                 st = r.getStatus();
                 break;
@@ -164,13 +160,12 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
             out = txnErrorDoc(st);
         }
     } else if ((name == "findAndModify" || name == "findandmodify") && truthy(cmd, "remove")) {
-        bson_t q, sort, collation;
+        bson_t q, sort;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
         bool sorted = bson::subDocument(cmd, "sort", &sort);
-        bool collated = bson::subDocument(cmd, "collation", &collation);
-        auto r =
-            co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
-                                        sorted ? &sort : nullptr, collated ? &collation : nullptr);
+        const bson::Doc options = matchOptionsOf(cmd);
+        auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
+                                             sorted ? &sort : nullptr, options.get());
         st = r.getStatus();
         out = r.isOK() ? removeReply(r.getValue()) : txnErrorDoc(st);
     } else {

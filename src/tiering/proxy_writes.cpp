@@ -9,14 +9,18 @@
 namespace halo::tiering {
 
 asio::awaitable<Status> ClientConnection::prepare(const CollectionPolicy& p, const bson_t* filter,
+                                                  const bson_t* matchOptions,
                                                   std::vector<Pinned>* pins) {
-    auto ids = idsNamedBy(filter);
+    // Ids named under a collation may match others ("a" and "A"): a range.
+    std::optional<std::vector<Id>> ids;
+    if (!collated(matchOptions)) ids = idsNamedBy(filter);
     // (Not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
     StatusWith<Pinned> r = Pinned{};
     if (ids)
         r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, *ids);
     else
-        r = co_await prepareWriteMatching(p_.tiers(), p, p_.config().clockSkewGuard, filter);
+        r = co_await prepareWriteMatching(p_.tiers(), p, p_.config().clockSkewGuard, filter,
+                                          matchOptions);
     if (!r.isOK()) co_return r.getStatus();
     if (auto* prog = p_.state().progress(p.ns))
         prog->promoted += static_cast<int64_t>(r.getValue().ids.size());
@@ -29,6 +33,7 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     const bson_t* stmt, const bson_t* filter, std::vector<Pinned>* pins) {
     using Out = std::optional<bson::Doc>;
     SharedState& s = p_.state();
+    const bson::Doc options = matchOptionsOf(cmd, stmt);
     std::optional<Id> id;
     if (p_.config().coldWrites && !p.changeStreams) id = coldTarget(kind, stmt, p);
     bson::Doc retryKey = retryKeyOf(cmd, 0);
@@ -66,11 +71,11 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
                 co_return std::move(c.getValue());
             }
             // Raced with a writer that copied it up: prepare as any write.
-            Status st = co_await prepare(p, filter, pins);
+            Status st = co_await prepare(p, filter, options.get(), pins);
             if (!st.isOK()) co_return st;
         }
     } else {
-        Status st = co_await prepare(p, filter, pins);
+        Status st = co_await prepare(p, filter, options.get(), pins);
         if (!st.isOK()) co_return st;
     }
     // A retry of a statement that ran in the archive goes there again, and
@@ -137,7 +142,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
                     co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
                 prepared = cold.getStatus();
             } else {
-                prepared = co_await prepare(p, &q, &pins);
+                const bson::Doc options = matchOptionsOf(cmd, u.get());
+                prepared = co_await prepare(p, &q, options.get(), &pins);
             }
             if (!prepared.isOK()) break;
         }
@@ -179,11 +185,11 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
     OpTime last = 0;
     auto stmts = statements(msg, cmd, "deletes");
     for (size_t i = 0; i < stmts.size(); ++i) {
-        bson_t q, collation;
+        bson_t q;
         bson_t empty = BSON_INITIALIZER;
         bson::View stmt(stmts[i].data(), stmts[i].size());
         if (!bson::subDocument(stmt.get(), "q", &q)) q = empty;
-        bool hasCollation = bson::subDocument(stmt.get(), "collation", &collation);
+        const bson::Doc options = matchOptionsOf(cmd, stmt.get());
         int64_t limit = 0;
         if (bson_iter_init_find(&it, stmt.get(), "limit")) limit = bson_iter_as_int64(&it);
         // A retry of a retryable delete answers what the first attempt did.
@@ -212,12 +218,12 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
                 }
                 s = cold.getStatus();
             } else {
-                s = co_await prepare(p, &q, &pins);
+                s = co_await prepare(p, &q, options.get(), &pins);
             }
             r = s;
             if (s.isOK())
                 r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, limit == 1 ? 1 : 0, nullptr,
-                                                  hasCollation ? &collation : nullptr,
+                                                  options.get(),
                                                   retryKey.empty() ? nullptr : retryKey.get());
             release(pins);
         }
@@ -252,11 +258,11 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
 
 asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy& p,
                                                           const bson_t* cmd) {
-    bson_t q, sort, collation;
+    bson_t q, sort;
     bson_t empty = BSON_INITIALIZER;
     if (!bson::subDocument(cmd, "query", &q)) q = empty;
     bool hasSort = bson::subDocument(cmd, "sort", &sort);
-    bool hasCollation = bson::subDocument(cmd, "collation", &collation);
+    const bson::Doc options = matchOptionsOf(cmd);
     if (Status ok = removeSupported(cmd); !ok.isOK()) co_return errorDoc(ok);
     bson::Doc retryKey = retryKeyOf(cmd, 0);
     StatusWith<DeleteResult> r = DeleteResult{};
@@ -270,7 +276,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
         r = std::move(*earlier);
     else
         r = co_await deleteWithTombstones(p_.tiers(), p.ns, &q, 1, hasSort ? &sort : nullptr,
-                                          hasCollation ? &collation : nullptr,
+                                          options.get(),
                                           retryKey.empty() ? nullptr : retryKey.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
     co_return removeReply(r.getValue());

@@ -257,3 +257,25 @@ test('dropping a tiered collection waits until the feeder applied the writes bef
   await coll.insertMany([{ _id: 'before-drop', date: new Date() }, { _id: 'paused', date: new Date() }]);
   assert.equal(await coll.countDocuments({}), 2);
 });
+
+test('a write with a collation or let matches the documents that live only in the archive, as on one mongod', { timeout: 60_000 }, async () => {
+  const old = new Date(Date.now() - 400 * 86_400_000);
+  const archive = (await t.directClient('archive')).db('shop').collection('orders');
+  await archive.insertMany([
+    { _id: 'c-alice', name: 'Alice', date: old },
+    { _id: 'c-bob', name: 'Bob', date: old },
+    { _id: 'c-carol', name: 'Carol', date: old },
+  ]);
+  const orders = (await t.client()).db('shop').collection('orders');
+  const caseless = { locale: 'en', strength: 2 };
+  const u = await orders.updateOne({ name: 'alice' }, { $set: { v: 1 } }, { collation: caseless });
+  assert.equal(u.matchedCount, 1, 'an update under a case-insensitive collation missed the archive-only document');
+  const f = await orders.findOneAndUpdate({ name: 'carol' }, { $set: { v: 3 } }, { collation: caseless, returnDocument: 'after' });
+  assert.equal(f && f.v, 3, `findAndModify under a collation: ${show(f)}`);
+  const d = await orders.deleteMany({ $expr: { $eq: ['$name', '$$who'] } }, { let: { who: 'Bob' } });
+  assert.equal(d.deletedCount, 1, 'a delete with let missed the archive-only document');
+  const u2 = await orders.updateMany({ $expr: { $eq: ['$name', '$$who'] } }, { $set: { w: 1 } }, { let: { who: 'Alice' } });
+  assert.equal(u2.matchedCount, 1, 'an update with let missed the document');
+  const left = await orders.find({ _id: { $in: ['c-alice', 'c-bob', 'c-carol'] } }).sort({ _id: 1 }).toArray();
+  assert.deepEqual(left.map((x) => [x._id, x.v, x.w]), [['c-alice', 1, 1], ['c-carol', 3, undefined]]);
+});
