@@ -64,6 +64,7 @@ bson::Doc getMoreBody(const bson_t* cmd, int64_t remoteId);
 bson::Doc streamError(const Status& s);
 
 struct StreamBatch;
+struct MergedShape;
 
 /// Documents of an array field or a document sequence named `name`, as byte
 /// spans (a bson::View must not be copied: a static bson_t points into itself).
@@ -298,6 +299,11 @@ class ClientConnection : public net::FrameHandler {
                                                                 const bson_t* cmd);
     void failCommandAfter(std::string_view name, const std::string& db, const bson_t* cmd,
                           bson::Doc& reply);
+    /// A merged read's reply: the first batch as asked, the rest held by the
+    /// proxy under a cursor id of its own (bufferedGetMore serves it).
+    bson::Doc mergedReply(const MergedShape& shape, std::string_view name, const bson_t* cmd,
+                          const std::string& ns, std::vector<bson::Doc> docs);
+    bson::Doc bufferedGetMore(const CursorEntry& e, int64_t id, const bson_t* cmd);
     /// failGetMoreAfterCursorCheckout: the error for a getMore on cursor `id`
     /// (`e`), which is gone; nothing when the point does not fire.
     std::optional<bson::Doc> failGetMoreAfterCheckout(const bson_t* cmd, const CursorEntry& e,

@@ -33,6 +33,14 @@ struct MergedStream {
     std::atomic<bool> busy{false};
 };
 
+/// The rest of a merged read's documents, which the proxy holds and serves
+/// to getMores itself (a merged read has no tier cursor behind it).
+struct BufferedCursor {
+    std::mutex mu;
+    std::vector<bson::Doc> docs;
+    size_t next = 0;
+};
+
 struct CursorEntry {
     Tier* tier = nullptr;
     int64_t remoteId = 0;
@@ -45,6 +53,8 @@ struct CursorEntry {
     // A merged stream: `tier`/`remoteId` are the archive's cursor, `merged`
     // holds the fast tier's.
     std::shared_ptr<MergedStream> merged;
+    // A merged read's remaining documents (`tier` null, no remote cursor).
+    std::shared_ptr<BufferedCursor> buffered;
     std::string owner;  // the user ("user@db") that opened it; empty without auth
     std::chrono::steady_clock::time_point created;
     std::chrono::steady_clock::time_point lastUsed;

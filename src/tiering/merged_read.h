@@ -79,6 +79,7 @@ struct MergedShape {
     /// Count in a cursor from a $group: its constant `_id` ({_id: value}); none for $count.
     std::optional<bson::Doc> groupId;
 
+    bool documents() const { return answer == Answer::Documents; }
     /// The command's reply body (without ok and the clock) from the merged documents:
     /// a cursor of them, `n`, `values`, or a cursor of the count document.
     void appendReply(bson_t* out, const std::string& ns, const std::vector<bson::Doc>& docs) const;

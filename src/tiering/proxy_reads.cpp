@@ -8,6 +8,109 @@
 
 namespace halo::tiering {
 
+namespace {
+
+/// A batch is at most this many bytes of documents (at least one document), as mongod's.
+constexpr size_t kBatchBytes = 16 * 1024 * 1024;
+/// The first batch of a find or an aggregate without a batchSize, as mongod's.
+constexpr int64_t kDefaultFirstBatch = 101;
+
+/// Where a batch of at most `most` documents (0: no count limit) from `begin` ends.
+size_t batchEnd(const std::vector<bson::Doc>& docs, size_t begin, int64_t most) {
+    size_t end = begin, bytes = 0;
+    while (end < docs.size() && (most <= 0 || static_cast<int64_t>(end - begin) < most)) {
+        bytes += docs[end].get()->len;
+        if (end > begin && bytes > kBatchBytes) break;
+        ++end;
+    }
+    return end;
+}
+
+/// {cursor: {<key>: docs[begin, end), id, ns}}.
+void appendBatch(bson_t* out, const char* key, const std::string& ns,
+                 const std::vector<bson::Doc>& docs, size_t begin, size_t end, int64_t id) {
+    bson_t cursor, batch;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "cursor", &cursor);
+    bson_append_array_begin(&cursor, key, -1, &batch);
+    ArrayKey k;
+    for (size_t i = begin; i < end; ++i)
+        bson_append_document(&batch, k(i - begin), -1, docs[i].get());
+    bson_append_array_end(&cursor, &batch);
+    BSON_APPEND_INT64(&cursor, "id", id);
+    BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+    bson_append_document_end(out, &cursor);
+}
+
+/// The batchSize a find or an aggregate asks for its first batch (the default: 101).
+int64_t firstBatchSize(std::string_view name, const bson_t* cmd) {
+    bson_iter_t it;
+    bson_t cursor;
+    if (name == "find" && bson_iter_init_find(&it, cmd, "batchSize") && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    if (name == "aggregate" && bson::subDocument(cmd, "cursor", &cursor) &&
+        bson_iter_init_find(&it, &cursor, "batchSize") && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return kDefaultFirstBatch;
+}
+
+}  // namespace
+
+bson::Doc ClientConnection::mergedReply(const MergedShape& shape, std::string_view name,
+                                        const bson_t* cmd, const std::string& ns,
+                                        std::vector<bson::Doc> docs) {
+    bson::Doc d;
+    if (!shape.documents()) {
+        shape.appendReply(d.mut(), ns, docs);
+    } else {
+        // The first batch as the client asked (mongod's default and byte limit);
+        // the rest stays in the proxy for its getMores.
+        const int64_t first = firstBatchSize(name, cmd);
+        size_t end = first == 0 ? 0 : batchEnd(docs, 0, first);
+        int64_t id = 0;
+        if (end < docs.size() && !truthy(cmd, "singleBatch")) {
+            CursorEntry e;
+            e.ns = ns;
+            e.buffered = std::make_shared<BufferedCursor>();
+            e.buffered->docs.assign(std::make_move_iterator(docs.begin() + end),
+                                    std::make_move_iterator(docs.end()));
+            docs.resize(end);
+            e.owner = auth_.principal();
+            e.created = e.lastUsed = std::chrono::steady_clock::now();
+            std::vector<CursorEntry> dropped;
+            id = p_.cursors().add(std::move(e), &dropped);
+            if (!dropped.empty()) p_.killRemote(dropped);
+        }
+        appendBatch(d.mut(), "firstBatch", ns, docs, 0, end, id);
+    }
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+    appendClock(d.mut(), p_.state().fastClusterTime.load());
+    return d;
+}
+
+bson::Doc ClientConnection::bufferedGetMore(const CursorEntry& e, int64_t id, const bson_t* cmd) {
+    bson_iter_t it;
+    int64_t most = 0;
+    if (bson_iter_init_find(&it, cmd, "batchSize") && BSON_ITER_HOLDS_NUMBER(&it))
+        most = bson_iter_as_int64(&it);
+    bson::Doc d;
+    {
+        BufferedCursor& b = *e.buffered;
+        std::lock_guard lk(b.mu);
+        size_t begin = b.next;
+        size_t end = batchEnd(b.docs, begin, most);
+        b.next = end;
+        const bool done = end == b.docs.size();
+        if (done)
+            p_.cursors().erase(id);
+        else
+            p_.cursors().touch(id);
+        appendBatch(d.mut(), "nextBatch", e.ns, b.docs, begin, end, done ? 0 : id);
+    }
+    BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
+    appendClock(d.mut(), p_.state().fastClusterTime.load());
+    return d;
+}
+
 bson::Doc getMoreBody(const bson_t* cmd, int64_t remoteId) {
     bson::Doc body;
     bson_iter_t it;
@@ -50,6 +153,7 @@ asio::awaitable<bson::Doc> ClientConnection::getMore(const bson_t* cmd) {
     }
     if (p_.config().enableTestCommands)
         if (auto failed = failGetMoreAfterCheckout(cmd, *e, id)) co_return std::move(*failed);
+    if (e->buffered) co_return bufferedGetMore(*e, id, cmd);
     if (e->merged) co_return co_await mergedGetMore(*e, id, cmd);
     bson::Doc body = getMoreBody(cmd, e->remoteId);
     wire::OpMsg none;
@@ -238,11 +342,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                 // More matches than a merged read takes: the feeder wait below.
             } else if (merged.isOK()) {
                 prog->mergedReads++;
-                bson::Doc d;
-                shape->appendReply(d.mut(), p.ns, merged.getValue());
-                BSON_APPEND_DOUBLE(d.mut(), "ok", 1.0);
-                appendClock(d.mut(), p_.state().fastClusterTime.load());
-                co_return d;
+                co_return mergedReply(*shape, name, cmd, p.ns, std::move(merged.getValue()));
             } else if (merged.getStatus().reason() != kMergedFallback) {
                 co_return errorDoc(merged.getStatus());
             }

@@ -2,7 +2,7 @@
 // Entity map and entity creation for the unified test format (clients with command
 // monitoring, databases, collections, sessions).
 
-const { MongoClient, ReadPreference } = require('mongodb');
+const { MongoClient, ReadPreference } = require('./driver');
 const { unwrapNumber } = require('./match');
 
 class SkipTest extends Error {

@@ -8,7 +8,7 @@
 //  - Special operators: $$exists, $$type, $$matchesEntity, $$matchesHexBytes,
 //    $$unsetOrMatches, $$sessionLsid, $$lte, $$matchAsDocument, $$matchAsRoot.
 
-const { EJSON } = require('mongodb').BSON;
+const { EJSON } = require('./driver').BSON;
 
 class MatchError extends Error {
   constructor(path, message) {

@@ -3,8 +3,8 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { Long, ObjectId } = require('mongodb');
-const { EJSON } = require('mongodb').BSON;
+const { Long, ObjectId } = require('./driver');
+const { EJSON } = require('./driver').BSON;
 const { match, exactEqual, MatchError } = require('./match');
 const { unmetRequirements, cmpVersion, unsupportedOperation } = require('./runner');
 

@@ -23,8 +23,8 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { EJSON } = require('mongodb').BSON;
-const { MongoClient, MongoServerError, MongoBulkWriteError, MongoOperationTimeoutError } = require('mongodb');
+const { EJSON } = require('./driver').BSON;
+const { MongoClient, MongoServerError, MongoBulkWriteError, MongoOperationTimeoutError } = require('./driver');
 const { startStore, REPO_ROOT } = require('../lib/server');
 const { match, exactEqual, show, MatchError } = require('./match');
 const { EntityMap, createEntity, SkipTest } = require('./entities');

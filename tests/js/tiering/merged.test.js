@@ -172,6 +172,39 @@ test('a find without a limit is merged while its matches fit in mergedReadLimit'
   }
 });
 
+test('a merged find and aggregate answer in the batches the client asks for, the rest served by getMore from the proxy', async () => {
+  const client = await t.client({ retryReads: false });
+  const db = client.db('shop');
+  const want = expected({ kind: 1, sortDir: 1, skip: 0, limit: model.size }).map((d) => d._id);
+  assert.ok(want.length > 5, `too few matches to need batches: ${want.length}`);
+  const session = client.startSession();
+  try {
+    for (const first of [
+      await db.command({ find: 'orders', filter: { kind: 1 }, sort: { n: 1, _id: 1 }, batchSize: 2 }, { session }),
+      await db.command({ aggregate: 'orders', pipeline: [{ $match: { kind: 1 } }, { $sort: { n: 1, _id: 1 } }], cursor: { batchSize: 2 } }, { session }),
+    ]) {
+      assert.equal(first.cursor.firstBatch.length, 2, show(first.cursor));
+      assert.notEqual(Number(first.cursor.id), 0, 'a merged read with more than one batch returned no cursor');
+      const got = first.cursor.firstBatch.map((d) => d._id);
+      let id = first.cursor.id;
+      while (Number(id) !== 0) {
+        const more = await db.command({ getMore: id, collection: 'orders', batchSize: 3 }, { session });
+        assert.ok(more.cursor.nextBatch.length <= 3, show(more.cursor));
+        got.push(...more.cursor.nextBatch.map((d) => d._id));
+        id = more.cursor.id;
+      }
+      assert.deepEqual(got, want);
+    }
+    // A find with batchSize 0 returns an empty first batch and a cursor, as mongod.
+    const empty = await db.command({ find: 'orders', filter: { kind: 1 }, batchSize: 0 }, { session });
+    assert.equal(empty.cursor.firstBatch.length, 0);
+    assert.notEqual(Number(empty.cursor.id), 0);
+    await db.command({ killCursors: 'orders', cursors: [empty.cursor.id] }, { session });
+  } finally {
+    await session.endSession();
+  }
+});
+
 test('a merged read sees the caller\'s own write at once, and hides a document deleted through the proxy', async () => {
   // Two documents the archive holds (and the random writes left alive).
   const archived = new Set((await t.tierDocs('archive', NS)).map((d) => d._id));
