@@ -237,13 +237,29 @@ bson::Doc txnErrorDoc(const Status& s) {
 }
 
 /// A findAndModify that removes, as the proxy runs it on a tiered collection.
-Status removeSupported(const bson_t* cmd) {
-    bson_t fields;
-    if (bson::subDocument(cmd, "fields", &fields) && !bson_empty(&fields))
-        return Status(ErrorCode::InvalidOptions,
-                      "halocline: findAndModify with remove and a projection is not supported "
-                      "on a tiered collection");
-    return Status::OK();
+StatusWith<RemoveProjection> removeProjection(const bson_t* cmd) {
+    RemoveProjection out;
+    bson_t fields, q;
+    if (!bson::subDocument(cmd, "fields", &fields) || bson_empty(&fields)) return out;
+    bson_t empty = BSON_INITIALIZER;
+    if (!bson::subDocument(cmd, "query", &q)) q = empty;
+    auto m = query::Matcher::parse(&q);
+    if (m.isOK()) out.matcher = std::move(m.getValue());
+    auto p = query::Projection::parse(&fields, out.matcher.get());
+    if (!p.isOK()) return p.getStatus();
+    out.projection.emplace(std::move(p.getValue()));
+    return out;
+}
+
+StatusWith<bson::Doc> RemoveProjection::apply(const bson_t* doc) const {
+    if (!projection) return bson::Doc::copyOf(doc);
+    try {
+        query::MatchDetails details;
+        if (projection->requiresMatchDetails() && matcher) matcher->matches(doc, &details);
+        return projection->apply(doc, &details);
+    } catch (const DBException& e) {
+        return e.status();
+    }
 }
 
 /// Whether an aggregate's first pipeline stage is `stage`.

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/query/matcher.h"
+#include "store/query/projection.h"
 #include "store/rules/fail_command.h"
 #include "tiering/proxy.h"
 #include "tiering/transactions.h"
@@ -93,8 +95,17 @@ bson::Doc coldCommand(const bson_t* cmd, const char* arrayKey, const bson_t* stm
 /// label when the driver may retry the whole transaction.
 bson::Doc txnErrorDoc(const Status& s);
 
-/// A findAndModify that removes, as the proxy runs it on a tiered collection.
-Status removeSupported(const bson_t* cmd);
+/// The projection (`fields`) of a findAndModify that removes: the proxy
+/// removes through its own delete (with tombstones) and applies the client's
+/// projection to the removed document itself, with the store's query library.
+struct RemoveProjection {
+    std::unique_ptr<query::Matcher> matcher;  // positional projections check the query
+    std::optional<query::Projection> projection;
+    /// The removed document as the client asked for it, or the projection's error.
+    StatusWith<bson::Doc> apply(const bson_t* doc) const;
+};
+/// Parsed before anything is removed: a bad projection fails as on mongod.
+StatusWith<RemoveProjection> removeProjection(const bson_t* cmd);
 
 /// Whether an aggregate's first pipeline stage is `stage`.
 bool firstStageIs(const bson_t* cmd, std::string_view stage);
@@ -236,7 +247,7 @@ class ClientConnection : public net::FrameHandler {
                                             const bson_t* cmd);
     asio::awaitable<bson::Doc> tieredRemove(const CollectionPolicy& p, const bson_t* cmd);
     /// findAndModify's reply for a delete (`value` the deleted document).
-    bson::Doc removeReply(const DeleteResult& r);
+    bson::Doc removeReply(const DeleteResult& r, const RemoveProjection& projection);
 
     /// A statement of a client transaction (CONSISTENCY.md, Transactions):
     /// its reply, or nullopt when it runs in the archive like any command on

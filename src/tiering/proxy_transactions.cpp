@@ -119,7 +119,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         bson_t q;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
         const bson::Doc options = matchOptionsOf(cmd);
-        st = truthy(cmd, "remove") ? removeSupported(cmd) : Status::OK();
+        if (truthy(cmd, "remove")) st = removeProjection(cmd).getStatus();
         if (st.isOK())
             st = co_await prepareInTxn(p, &q, options.get(), std::nullopt, &pins, &needs);
     }
@@ -167,7 +167,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
                                              sorted ? &sort : nullptr, options.get());
         st = r.getStatus();
-        out = r.isOK() ? removeReply(r.getValue()) : txnErrorDoc(st);
+        auto projection = removeProjection(cmd);  // checked before the statement ran
+        out = r.isOK() ? removeReply(r.getValue(), projection.getValue()) : txnErrorDoc(st);
     } else {
         bson::Doc body = forwardBody(cmd, false);
         out = co_await forward(p_.fast(), msg, body.get(), p.ns, true);

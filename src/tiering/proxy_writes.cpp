@@ -263,7 +263,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
     if (!bson::subDocument(cmd, "query", &q)) q = empty;
     bool hasSort = bson::subDocument(cmd, "sort", &sort);
     const bson::Doc options = matchOptionsOf(cmd);
-    if (Status ok = removeSupported(cmd); !ok.isOK()) co_return errorDoc(ok);
+    auto projection = removeProjection(cmd);
+    if (!projection.isOK()) co_return errorDoc(projection.getStatus());
     bson::Doc retryKey = retryKeyOf(cmd, 0);
     StatusWith<DeleteResult> r = DeleteResult{};
     std::optional<DeleteResult> earlier;
@@ -279,10 +280,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy
                                           options.get(),
                                           retryKey.empty() ? nullptr : retryKey.get());
     if (!r.isOK()) co_return errorDoc(r.getStatus());
-    co_return removeReply(r.getValue());
+    co_return removeReply(r.getValue(), projection.getValue());
 }
 
-bson::Doc ClientConnection::removeReply(const DeleteResult& r) {
+bson::Doc ClientConnection::removeReply(const DeleteResult& r, const RemoveProjection& projection) {
     OpTime t = 0;
     bson_iter_t it;
     if (bson_iter_init_find(&it, r.operationTime.get(), "t")) t = toOpTime(it);
@@ -292,9 +293,11 @@ bson::Doc ClientConnection::removeReply(const DeleteResult& r) {
     BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "lastErrorObject", &leo);
     BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(r.n));
     bson_append_document_end(out.mut(), &leo);
-    if (r.deleted)
-        BSON_APPEND_DOCUMENT(out.mut(), "value", r.deleted->get());
-    else
+    if (r.deleted) {
+        auto shown = projection.apply(r.deleted->get());
+        if (!shown.isOK()) return errorDoc(shown.getStatus());
+        BSON_APPEND_DOCUMENT(out.mut(), "value", shown.getValue().get());
+    } else
         BSON_APPEND_NULL(out.mut(), "value");
     BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
     appendClock(out.mut(), t ? t : p_.state().fastClusterTime.load());

@@ -279,3 +279,19 @@ test('a write with a collation or let matches the documents that live only in th
   const left = await orders.find({ _id: { $in: ['c-alice', 'c-bob', 'c-carol'] } }).sort({ _id: 1 }).toArray();
   assert.deepEqual(left.map((x) => [x._id, x.v, x.w]), [['c-alice', 1, 1], ['c-carol', 3, undefined]]);
 });
+
+test('findOneAndDelete with a projection returns the removed document projected, also for one that lived only in the archive', async () => {
+  const old = new Date(Date.now() - 400 * 86_400_000);
+  await (await t.directClient('archive')).db('shop').collection('orders').insertOne({ _id: 'p-old', date: old, a: 1, b: [1, 2, 3] });
+  const orders = (await t.client()).db('shop').collection('orders');
+  await orders.insertOne({ _id: 'p-new', date: new Date(), a: 2, b: [4, 5] });
+  const one = await orders.findOneAndDelete({ _id: 'p-old' }, { projection: { a: 1, _id: 0 } });
+  assert.deepEqual(one, { a: 1 });
+  const two = await orders.findOneAndDelete({ _id: 'p-new', b: 5 }, { projection: { 'b.$': 1 } });
+  assert.deepEqual(two, { _id: 'p-new', b: [5] });
+  assert.equal(await orders.countDocuments({ _id: { $in: ['p-old', 'p-new'] } }), 0);
+  // A bad projection fails before anything is removed, as on mongod.
+  await orders.insertOne({ _id: 'p-bad', date: new Date(), a: 3 });
+  await expectServerError(orders.findOneAndDelete({ _id: 'p-bad' }, { projection: { a: 1, b: 0 } }), 31254);
+  assert.equal(await orders.countDocuments({ _id: 'p-bad' }), 1);
+});
