@@ -916,7 +916,46 @@ function isNetworkError(e) {
   return false;
 }
 
+// ---------------------------------------------------------------------------------------
+// Helpers the tests comparing the proxy with a plain store share.
+
+/**
+ * Closes `clients` and cleans up every deployment (a Tiered or a store), all of them even
+ * when one fails; then throws the first error.
+ */
+async function cleanupAll(clients, deployments) {
+  for (const c of clients) if (c) await c.close().catch(() => {});
+  const errors = [];
+  for (const x of deployments) {
+    try {
+      if (x) await x.cleanup();
+    } catch (e) {
+      errors.push(e);
+    }
+  }
+  if (errors.length) throw errors[0];
+}
+
+/** What a change event through the proxy and one from a plain store must agree on (lsid, clusterTime and tokens differ by design). */
+function eventEssence(ev) {
+  const out = { op: ev.operationType, ns: ev.ns ? `${ev.ns.db}.${ev.ns.coll}` : undefined, id: ev.documentKey ? ev.documentKey._id : undefined };
+  if (ev.fullDocument !== undefined) out.doc = ev.fullDocument;
+  if (ev.updateDescription) {
+    out.set = ev.updateDescription.updatedFields;
+    out.unset = [...ev.updateDescription.removedFields].sort();
+  }
+  return out;
+}
+
+/** Reads events from `stream` into `into` (as eventEssence) until it holds `n` (each `next` waits for one). */
+async function collectEvents(stream, into, n) {
+  while (into.length < n) into.push(eventEssence(await stream.next()));
+}
+
 module.exports = {
+  cleanupAll,
+  eventEssence,
+  collectEvents,
   startTiered,
   Tiered,
   ProxyServer,

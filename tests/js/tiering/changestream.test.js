@@ -13,7 +13,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { MongoClient, Timestamp } = require('mongodb');
 const { startStore } = require('../lib/server');
-const { startTiered, makeRng, chooseSeed, waitUntil, show } = require('../lib/tiered');
+const { startTiered, makeRng, chooseSeed, waitUntil, show, cleanupAll, collectEvents } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
 
 const SEED = chooseSeed();
@@ -44,34 +44,8 @@ before(async () => {
   await t.waitHealthy();
 });
 
-after(async () => {
-  if (refClient) await refClient.close().catch(() => {});
-  const errors = [];
-  for (const x of [t, ref]) {
-    try {
-      if (x) await x.cleanup();
-    } catch (e) {
-      errors.push(e);
-    }
-  }
-  if (errors.length) throw errors[0];
-});
+after(() => cleanupAll([refClient], [t, ref]));
 
-/** What both streams must agree on (lsid, clusterTime and tokens differ by design). */
-function essence(ev) {
-  const out = { op: ev.operationType, id: ev.documentKey ? ev.documentKey._id : undefined };
-  if (ev.fullDocument !== undefined) out.doc = ev.fullDocument;
-  if (ev.updateDescription) {
-    out.set = ev.updateDescription.updatedFields;
-    out.unset = [...ev.updateDescription.removedFields].sort();
-  }
-  return out;
-}
-
-/** Reads events from `stream` until `n` have been collected (each `next` waits for one). */
-async function collect(stream, into, n) {
-  while (into.length < n) into.push(essence(await stream.next()));
-}
 
 test('a stream through the proxy shows exactly the application writes, in order, across kill -9 of the proxy and of the fast store', { timeout: 300_000 }, async () => {
   const rng = makeRng(SEED);
@@ -93,14 +67,14 @@ test('a stream through the proxy shows exactly the application writes, in order,
     if (i === Math.floor((3 * OPS) / 4)) {
       // Three quarters in: the fast store itself is killed and restarted; the proxy's tier
       // connection fails, the driver resumes from its token on the restarted store's oplog.
-      await collect(stream, got, expected);
+      await collectEvents(stream, got, expected);
       await t.killFast();
       await t.restartFast();
     }
     if (i === Math.floor(OPS / 2)) {
       // Half way: read what is there so far, then kill the proxy; the driver resumes the
       // stream with its last token once the proxy is back.
-      await collect(stream, got, expected);
+      await collectEvents(stream, got, expected);
       await t.killProxy();
       await t.restartProxy();
       // And let the evictor remove copies (it leaves documents written in the last 10 s
@@ -135,8 +109,8 @@ test('a stream through the proxy shows exactly the application writes, in order,
     await op(refOrders);
     expected++;
   }
-  await collect(stream, got, expected);
-  await collect(refStream, want, expected);
+  await collectEvents(stream, got, expected);
+  await collectEvents(refStream, want, expected);
   // Nothing more: no worker event trails the application's.
   assert.equal(await stream.tryNext(), null);
   await stream.close();

@@ -15,7 +15,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { MongoClient } = require('mongodb');
 const { startStore } = require('../lib/server');
-const { startTiered, makeRng, chooseSeed, waitUntil, show } = require('../lib/tiered');
+const { startTiered, makeRng, chooseSeed, waitUntil, show, cleanupAll, collectEvents } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
 
 const SEED = chooseSeed();
@@ -52,34 +52,8 @@ before(async () => {
   await t.waitHealthy();
 });
 
-after(async () => {
-  if (refClient) await refClient.close().catch(() => {});
-  const errors = [];
-  for (const x of [t, ref]) {
-    try {
-      if (x) await x.cleanup();
-    } catch (e) {
-      errors.push(e);
-    }
-  }
-  if (errors.length) throw errors[0];
-});
+after(() => cleanupAll([refClient], [t, ref]));
 
-/** What both streams must agree on (lsid, clusterTime and tokens differ by design). */
-function essence(ev) {
-  const out = { op: ev.operationType, ns: ev.ns ? `${ev.ns.db}.${ev.ns.coll}` : undefined, id: ev.documentKey ? ev.documentKey._id : undefined };
-  if (ev.fullDocument !== undefined) out.doc = ev.fullDocument;
-  if (ev.updateDescription) {
-    out.set = ev.updateDescription.updatedFields;
-    out.unset = [...ev.updateDescription.removedFields].sort();
-  }
-  return out;
-}
-
-/** Reads events from `stream` until `n` have been collected (each `next` waits for one). */
-async function collect(stream, into, n) {
-  while (into.length < n) into.push(essence(await stream.next()));
-}
 
 /** The events of each namespace, in their order. */
 function byNamespace(events) {
@@ -119,7 +93,7 @@ test('database and cluster streams through the proxy show exactly the applicatio
     if (i === Math.floor(OPS / 2)) {
       // Half way: read what is there so far, then kill the proxy; the driver resumes both
       // streams with their last merged tokens once the proxy is back.
-      await Promise.all(streams.map((s, k) => collect(s, got[k], expected[k])));
+      await Promise.all(streams.map((s, k) => collectEvents(s, got[k], expected[k])));
       await t.killProxy();
       await t.restartProxy();
       await waitUntil('the evictor to remove documents while the streams are open', async () =>
@@ -154,8 +128,8 @@ test('database and cluster streams through the proxy show exactly the applicatio
     await op(refClient.db(dbName).collection(collName));
     expected = expected.map((n, k) => n + (k === 0 && dbName !== 'shop' ? 0 : 1));
   }
-  await Promise.all(streams.map((s, k) => collect(s, got[k], expected[k])));
-  await Promise.all(refStreams.map((s, k) => collect(s, want[k], expected[k])));
+  await Promise.all(streams.map((s, k) => collectEvents(s, got[k], expected[k])));
+  await Promise.all(refStreams.map((s, k) => collectEvents(s, want[k], expected[k])));
   for (const s of streams) assert.equal(await s.tryNext(), null, 'an event trails the application writes');
   for (const s of [...streams, ...refStreams]) await s.close();
   sameEvents(got[0], want[0], 'database stream');

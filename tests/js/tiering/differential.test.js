@@ -20,7 +20,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { MongoClient } = require('mongodb');
 const { startStore } = require('../lib/server');
-const { startTiered, makeRng, chooseSeed, show } = require('../lib/tiered');
+const { startTiered, makeRng, chooseSeed, show, cleanupAll } = require('../lib/tiered');
 const { WorkloadState, runOp, diffOutcome, diffDocs, describe, brief, byId } = require('../lib/workload');
 
 const HORIZON_MS = 3000;
@@ -104,18 +104,7 @@ before(async () => {
   proxyClient = await t.client();
 });
 
-after(async () => {
-  if (refClient) await refClient.close().catch(() => {});
-  const errors = [];
-  for (const x of [t, ref]) {
-    try {
-      if (x) await x.cleanup();
-    } catch (e) {
-      errors.push(e);
-    }
-  }
-  if (errors.length) throw errors[0];
-});
+after(() => cleanupAll([refClient], [t, ref]));
 
 /** Runs one op on both sides and fails with the seed and recent history on any difference. */
 async function step(subject, reference, op, history, label) {
