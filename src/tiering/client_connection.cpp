@@ -836,6 +836,10 @@ asio::awaitable<bson::Doc> ClientConnection::explain(const wire::OpMsg& msg, con
         bson::Doc body = forwardBody(cmd, true);
         co_return co_await forward(p_.archive(), msg, body.get(), "", false);
     }
+    // The explained command's collection is a namespace too (mongod refuses
+    // invalid UTF-8 there; it would come back in the plan's namespace).
+    if (Status named = bson::commandTargetUtf8(&inner, db); !named.isOK())
+        co_return errorDoc(named);
     Routing r = routingOf(&inner, db);
     const Decision& d = r.decision;
     if (d.route == Route::Refuse) co_return errorDoc(d.refusal);
