@@ -90,8 +90,6 @@ constexpr StageEntry kStages[] = {
 /// Stages mongod has that this store does not implement: a clear error instead
 /// of "unrecognized", and never a silent no-op.
 constexpr const char* kUnsupported[] = {
-    "$out",
-    "$merge",
     "$geoNear",
     "$graphLookup",
     "$unionWith",
@@ -105,7 +103,6 @@ constexpr const char* kUnsupported[] = {
     "$collStats",
     "$indexStats",
     "$listSessions",
-    "$listLocalSessions",
     "$planCacheStats",
     "$search",
     "$searchMeta",
@@ -125,6 +122,11 @@ const StageEntry* findStage(std::string_view name) {
 
 void checkKnown(const StageSpec& s) {
     if (findStage(s.name)) return;
+    // The aggregate command takes a final $out/$merge off before building the
+    // pipeline; anywhere else (also inside $facet or $lookup) is misplaced.
+    if (s.name == "$out" || s.name == "$merge")
+        uasserted(static_cast<ErrorCode>(40601),
+                  fmt::format("{} can only be the final stage in the pipeline", s.name));
     for (const char* u : kUnsupported)
         if (s.name == u)
             uasserted(

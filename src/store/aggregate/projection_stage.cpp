@@ -2,6 +2,7 @@
 // reshape each document independently (streaming, no buffering).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "store/aggregate/document_ops.h"
@@ -428,8 +429,10 @@ StreamPtr makeProject(StreamPtr in, const StageSpec& s, const ContextPtr& ctx) {
     ProjectionParser p{ctx->parseOptions()};
     p.parseObject(root.get(), &spec, "");
     if (p.mode != ProjMode::kExclusion && !(p.mode == ProjMode::kUnknown && p.idExcluded)) {
-        // Inclusion: _id is kept unless excluded explicitly.
-        if (!p.idSpecified)
+        // Inclusion: _id is kept unless excluded explicitly or computed.
+        bool idNamed = std::any_of(root->children.begin(), root->children.end(),
+                                   [](const ProjNode::Child& c) { return c.name == "_id"; });
+        if (!p.idSpecified && !idNamed)
             root->children.insert(root->children.begin(),
                                   {"_id", ProjNode::Kind::kInclude, nullptr, nullptr});
         std::erase_if(root->children,

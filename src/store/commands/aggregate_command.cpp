@@ -9,10 +9,12 @@
 #include "bson/compare.h"
 #include "store/aggregate/pipeline.h"
 #include "store/aggregate/vector_source.h"
+#include "store/commands/aggregate_write.h"
 #include "store/commands/stage_sources.h"
 #include "store/commands/write_path.h"
 #include "store/exec/change_stream.h"
 #include "store/exec/find_executor.h"
+#include "store/exec/interrupt.h"
 #include "store/query/collator.h"
 
 namespace halo::store {
@@ -170,6 +172,9 @@ bool runsServerSource(const OperationContext& op, const bson_t* pipeline, bool c
             if (!first)
                 uasserted(ErrorCode::Location40602,
                           fmt::format("{} is only valid as the first stage in a pipeline", name));
+            if (name == "$listLocalSessions" && !collectionless)
+                uasserted(ErrorCode::InvalidNamespace,
+                          "$listLocalSessions must be run as {aggregate: 1}");
             if (name == "$currentOp" && (!collectionless || op.db != "admin"))
                 uasserted(ErrorCode::InvalidNamespace,
                           "$currentOp must be run against the 'admin' database with {aggregate: "
@@ -201,8 +206,9 @@ std::unique_ptr<aggregate::Pipeline> buildOverServerSource(OperationContext& op,
     bson_iter_document(&stage, &len, &data);
     bson_t spec;
     bson_init_static(&spec, data, len);
-    std::vector<bson::Doc> docs =
-        name == "$currentOp" ? currentOpStage(op, &spec) : collStatsStage(op, ns, &spec);
+    std::vector<bson::Doc> docs = name == "$currentOp"           ? currentOpStage(op, &spec)
+                                  : name == "$listLocalSessions" ? listLocalSessionsStage(op, &spec)
+                                                                 : collStatsStage(op, ns, &spec);
     bson::Doc rest;
     int i = 0;
     while (bson_iter_next(&it)) bson::appendIter(rest.mut(), std::to_string(i++), it);
@@ -328,6 +334,19 @@ void runAggregate(OperationContext& op, bson_t* reply) {
         }
     }
 
+    std::optional<WriteStageSpec> writeStage = takeWriteStage(pipeline, op.db);
+    if (writeStage) {
+        bson_t rc;
+        bson_iter_t level;
+        if (op.args.subDocument("readConcern", &rc) && bson::find(&rc, "level", &level) &&
+            BSON_ITER_HOLDS_UTF8(&level) &&
+            std::string_view(bson_iter_utf8(&level, nullptr)) == "linearizable")
+            uasserted(ErrorCode::InvalidOptions,
+                      fmt::format("{} cannot be used with a 'linearizable' read concern level",
+                                  writeStage->stageName()));
+        checkWriteStage(op, *writeStage);
+    }
+
     if (runChangeStream(op, pipeline.get(), collName, ns, ctx, batchSize, reply)) return;
 
     if (collectionless) {
@@ -349,13 +368,43 @@ void runAggregate(OperationContext& op, bson_t* reply) {
                             firstStage));
     }
 
+    std::shared_ptr<const CollectionEntry> coll;
+    std::unique_ptr<aggregate::Pipeline> p;
+    auto build = [&] {
+        coll = collectionless ? nullptr : op.store.catalog().lookup(ns);
+        if (!collation) ctx.collator = effectiveCollator(nullptr, coll.get());  // the default
+        p = runsServerSource(op, pipeline.get(), collectionless)
+                ? buildOverServerSource(op, pipeline.get(), ns, ctx)
+                : aggregate::buildPipeline(coll, pipeline.get(), ctx);
+    };
+    if (writeStage && !explain) {
+        // The documents are read in batches under the read lock, and written
+        // between batches with no lock held (writes take their own).
+        auto readBatch = [&](std::vector<bson::Doc>& out) {
+            CollectionLock lk(op.store.catalog());
+            if (!p) build();
+            ReadScope scope(op.store);
+            size_t bytes = 0;
+            while (out.size() < 1000 && bytes < static_cast<size_t>(wire::kMaxBsonObjectSize)) {
+                checkForInterrupt();
+                auto d = p->next(scope.session());
+                if (!d) {
+                    scope.done();
+                    return false;
+                }
+                bytes += d->size();
+                out.push_back(std::move(*d));
+            }
+            p->saveState();
+            scope.done();
+            return true;
+        };
+        runWriteStage(op, *writeStage, readBatch, collation ? collation->get() : nullptr);
+        emptyCursorReply(ns, 0, reply);
+        return;
+    }
     CollectionLock lk(op.store.catalog());
-    std::shared_ptr<const CollectionEntry> coll =
-        collectionless ? nullptr : op.store.catalog().lookup(ns);
-    if (!collation) ctx.collator = effectiveCollator(nullptr, coll.get());  // the default
-    auto p = runsServerSource(op, pipeline.get(), collectionless)
-                 ? buildOverServerSource(op, pipeline.get(), ns, ctx)
-                 : aggregate::buildPipeline(coll, pipeline.get(), ctx);
+    build();
     if (explain) {
         BSON_APPEND_UTF8(reply, "explainVersion", "1");
         p->appendExplain(reply);

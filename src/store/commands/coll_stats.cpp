@@ -13,7 +13,7 @@
 namespace halo::store {
 
 bool isServerSourceStage(std::string_view name) {
-    return name == "$currentOp" || name == "$collStats";
+    return name == "$currentOp" || name == "$collStats" || name == "$listLocalSessions";
 }
 
 namespace {

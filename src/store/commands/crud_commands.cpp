@@ -512,6 +512,32 @@ void insertOne(Store& store, const std::string& ns, const bson_t* doc, int32_t s
     coll->dataSize += prepared.size();
 }
 
+}  // namespace
+
+void insertBatch(Store& store, const std::string& ns, const std::vector<bson::Doc>& docs) {
+    auto coll = store.catalog().lookup(ns);
+    HALO_INVARIANT(coll != nullptr);
+    std::vector<bson::Doc> prepared;
+    prepared.reserve(docs.size());
+    int64_t bytes = 0;
+    for (const auto& d : docs) {
+        prepared.push_back(prepareInsert(d.get()));
+        validateInsert(*coll, prepared.back().get());
+        bytes += prepared.back().size();
+    }
+    runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
+        for (const auto& d : prepared) {
+            rs::insert(s, *coll, d.get());
+            logInsert(log, *coll, d.get());
+        }
+    });
+    store.counters().insert += static_cast<int64_t>(prepared.size());
+    coll->numRecords += static_cast<int64_t>(prepared.size());
+    coll->dataSize += bytes;
+}
+
+namespace {
+
 void runInsert(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
     cmdarg::checkFields(

@@ -1,11 +1,16 @@
 // In-flight operations: the $currentOp stage, the legacy currentOp command and
 // killOp (see exec/operation_registry.h).
 #include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <chrono>
+#include <set>
 
 #include "common/log.h"
 #include "store/commands/stage_sources.h"
 #include "store/query/matcher.h"
 #include "store/server/store.h"
+#include "store/txn/session_catalog.h"
 
 namespace halo::store {
 
@@ -116,4 +121,95 @@ void runKillOp(OperationContext& op, bson_t* reply) {
 HALO_REGISTER_COMMAND(CommandSpec{{"killOp"}, runKillOp, true});
 
 }  // namespace
+namespace {
+
+/// mongod's session uid: SHA-256 of the owner's "user@db" (of "" without auth).
+void appendUid(bson_t* out, const std::string& owner) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(owner.data(), owner.size(), digest, &len, EVP_sha256(), nullptr);
+    bson_append_binary(out, "uid", 3, BSON_SUBTYPE_BINARY, digest, len);
+}
+
+}  // namespace
+
+std::vector<bson::Doc> listLocalSessionsStage(OperationContext& op, const bson_t* spec) {
+    // {} : the caller's sessions (every session without auth); {allUsers: true};
+    // {users: [{user, db}, ...]}.
+    bool allUsers = false;
+    std::set<std::string> owners;
+    if (op.client.user) owners.insert(op.client.user->user + "@" + op.client.user->db);
+    bson_iter_t it;
+    bson_iter_init(&it, spec);
+    bool sawUsers = false;
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (k == "allUsers") {
+            if (boolOption(it, "$listLocalSessions")) allUsers = true;
+        } else if (k == "users") {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                uasserted(ErrorCode::TypeMismatch,
+                          fmt::format("BSON field '$listLocalSessions.users' is the wrong type "
+                                      "'{}', expected type 'array'",
+                                      bson::typeName(bson_iter_type(&it))));
+            sawUsers = true;
+            owners.clear();
+            bson_iter_t a;
+            bson_iter_recurse(&it, &a);
+            while (bson_iter_next(&a)) {
+                bson_t u;
+                bson_iter_t name, db;
+                uint32_t len = 0;
+                const uint8_t* data = nullptr;
+                if (BSON_ITER_HOLDS_DOCUMENT(&a)) bson_iter_document(&a, &len, &data);
+                if (!data || !bson_init_static(&u, data, len) || !bson::find(&u, "user", &name) ||
+                    !bson::find(&u, "db", &db) || !BSON_ITER_HOLDS_UTF8(&name) ||
+                    !BSON_ITER_HOLDS_UTF8(&db))
+                    uasserted(ErrorCode::Location40414,
+                              "BSON field '$listLocalSessions.users.user' is missing but a "
+                              "required field");
+                owners.insert(std::string(bson_iter_utf8(&name, nullptr)) + "@" +
+                              bson_iter_utf8(&db, nullptr));
+            }
+        } else {
+            uasserted(ErrorCode::Location40415,
+                      fmt::format("BSON field '$listLocalSessions.{}' is an unknown field.", k));
+        }
+    }
+    if (allUsers && sawUsers)
+        uasserted(ErrorCode::FailedToParse,
+                  "$listLocalSessions: allUsers and users cannot both be given");
+    // Without auth every session is everyone's, unless users are named.
+    if (!op.store.authEnabled() && !sawUsers) allUsers = true;
+    auto steadyNow = std::chrono::steady_clock::now();
+    auto wallNow = std::chrono::system_clock::now();
+    std::vector<bson::Doc> out;
+    for (const auto& s : op.store.sessions().list()) {
+        if (!allUsers && !owners.count(s.owner)) continue;
+        bson::Doc d;
+        bson_t id;
+        BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "_id", &id);
+        bson_iter_t f;
+        if (bson::find(s.lsid.get(), "id", &f)) bson::appendIter(&id, "id", f);
+        if (bson::find(s.lsid.get(), "uid", &f))
+            bson::appendIter(&id, "uid", f);
+        else
+            appendUid(&id, s.owner);
+        bson_append_document_end(d.mut(), &id);
+        auto wall = wallNow - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                  steadyNow - s.lastUse);
+        BSON_APPEND_DATE_TIME(
+            d.mut(), "lastUse",
+            std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count());
+        if (!s.owner.empty()) {
+            bson_t user;
+            BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "user", &user);
+            BSON_APPEND_UTF8(&user, "name", s.owner.c_str());
+            bson_append_document_end(d.mut(), &user);
+        }
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
 }  // namespace halo::store

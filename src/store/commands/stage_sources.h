@@ -18,6 +18,9 @@ bool isServerSourceStage(std::string_view name);
 /// The documents of `{$currentOp: spec}` run as {aggregate: 1} on admin.
 std::vector<bson::Doc> currentOpStage(OperationContext& op, const bson_t* spec);
 
+/// The sessions `{$listLocalSessions: spec}` lists (run with {aggregate: 1}).
+std::vector<bson::Doc> listLocalSessionsStage(OperationContext& op, const bson_t* spec);
+
 /// The document of `{$collStats: spec}` on collection `ns`.
 std::vector<bson::Doc> collStatsStage(OperationContext& op, const std::string& ns,
                                       const bson_t* spec);

@@ -76,6 +76,11 @@ auto runWriteTxn(Store& store, Fn&& fn) {
     }
 }
 
+/// Inserts `docs` into the existing collection `ns` in one storage transaction
+/// (an _id generated where missing, each validated): all or none. For internal
+/// bulk writes ($out's temporary collection), not retryable writes.
+void insertBatch(Store& store, const std::string& ns, const std::vector<bson::Doc>& docs);
+
 /// The TTL monitor's pass: removes every document whose TTL-indexed date (or
 /// the earliest date of an array) is older than the index's expireAfterSeconds,
 /// one delete per document, each replicated as an ordinary delete (as mongod's

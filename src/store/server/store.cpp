@@ -852,7 +852,8 @@ void Store::runInSession(OperationContext& op, const CommandSpec& spec, bson_t* 
         runOutsideTransaction(op, spec, body);
         return;
     }
-    auto st = sessions_->get(&lsidDoc);
+    std::string owner = op.client.user ? op.client.user->user + "@" + op.client.user->db : "";
+    auto st = sessions_->get(&lsidDoc, owner);
     bson_iter_t it;
     bool haveTxnNumber = op.args.find("txnNumber", &it);
     int64_t txnNumber = haveTxnNumber ? bson_iter_as_int64(&it) : -1;

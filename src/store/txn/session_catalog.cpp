@@ -83,7 +83,7 @@ Status SessionCatalog::open() {
     return engine_.createTable(*s, kRetryableUri, "u", "u");
 }
 
-std::shared_ptr<SessionState> SessionCatalog::get(const bson_t* lsid) {
+std::shared_ptr<SessionState> SessionCatalog::get(const bson_t* lsid, std::string_view owner) {
     std::string key = lsidKey(lsid);
     std::lock_guard lk(mu_);
     auto& st = sessions_[key];
@@ -91,6 +91,7 @@ std::shared_ptr<SessionState> SessionCatalog::get(const bson_t* lsid) {
         st = std::make_shared<SessionState>();
         st->key = key;
         st->lsid = bson::Doc::copyOf(lsid);
+        st->owner = owner;
     }
     st->lastUse = std::chrono::steady_clock::now();
     return st;
@@ -402,6 +403,15 @@ void SessionCatalog::reap(std::chrono::seconds txnLifetime, std::chrono::minutes
         if (st->txn == SessionState::Txn::InProgress && now - st->txnStart > txnLifetime)
             abort(*st);
     }
+}
+
+std::vector<SessionCatalog::LocalSession> SessionCatalog::list() const {
+    std::lock_guard lk(mu_);
+    std::vector<LocalSession> out;
+    out.reserve(sessions_.size());
+    for (const auto& [key, st] : sessions_)
+        out.push_back({st->lsid.copy(), st->owner, st->lastUse});
+    return out;
 }
 
 size_t SessionCatalog::activeSessions() const {

@@ -43,6 +43,7 @@ struct SessionState {
     std::vector<std::pair<std::string, std::array<uint8_t, 16>>> createdInTxn;
     std::chrono::steady_clock::time_point lastUse;
     std::chrono::steady_clock::time_point txnStart;
+    std::string owner;  // "user@db" of the client that first used it; empty without auth
     // The retryable-write records this session wrote since the store started:
     // their txnNumber and highest stmtId. The next txnNumber removes them by
     // key; scanning for them would walk every record removed before (WiredTiger
@@ -65,8 +66,15 @@ class SessionCatalog {
     SessionCatalog(Engine& engine, Catalog& catalog, Oplog& oplog);
     Status open();
 
-    /// The state for `lsid` (created on first use).
-    std::shared_ptr<SessionState> get(const bson_t* lsid);
+    /// The state for `lsid` (created on first use, owned by `owner`).
+    std::shared_ptr<SessionState> get(const bson_t* lsid, std::string_view owner = {});
+    /// The sessions in memory: lsid as sent, owner and last use ($listLocalSessions).
+    struct LocalSession {
+        bson::Doc lsid;
+        std::string owner;
+        std::chrono::steady_clock::time_point lastUse;
+    };
+    std::vector<LocalSession> list() const;
     void end(const bson_t* lsid);
 
     // Transactions (the caller holds state.mu).
