@@ -192,6 +192,10 @@ namespace halo {
     X(ConflictingUpdateOperators, 40)                \
     X(CursorNotFound, 43)                            \
     X(NamespaceExists, 48)                           \
+    X(GraphContainsCycle, 93)                        \
+    X(OptionNotSupportedOnView, 157)                 \
+    X(ViewDepthLimitExceeded, 165)                   \
+    X(CommandNotSupportedOnView, 166)                \
     X(MaxTimeMSExpired, 50)                          \
     X(DollarPrefixedFieldName, 52)                   \
     X(InvalidIdField, 53)                            \

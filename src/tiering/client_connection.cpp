@@ -751,6 +751,17 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
             co_return co_await mergedChangeStream(msg, cmd, scope);
         }
     }
+    if ((name == "create" || name == "collMod") && !str(cmd, "viewOn").empty()) {
+        // A view lives in the archive with the untiered collections; reads of a view
+        // of a tiered collection would skip the fast tier's documents.
+        std::string on = db + "." + str(cmd, "viewOn");
+        if (p_.config().policyFor(on))
+            co_return errorDoc(Status(ErrorCode::CommandNotSupported,
+                                      fmt::format("halocline: a view on the tiered collection {} "
+                                                  "is not supported (the archive would answer "
+                                                  "its reads without the fast tier's documents)",
+                                                  on)));
+    }
     if (policy) {
         if (isReadCommand(name)) co_return co_await tieredRead(*policy, name, msg, cmd);
         if (isWriteCommand(name)) co_return co_await tieredWrite(*policy, name, msg, cmd);

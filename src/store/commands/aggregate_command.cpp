@@ -11,6 +11,7 @@
 #include "store/aggregate/vector_source.h"
 #include "store/commands/aggregate_write.h"
 #include "store/commands/stage_sources.h"
+#include "store/commands/views.h"
 #include "store/commands/write_path.h"
 #include "store/exec/change_stream.h"
 #include "store/exec/find_executor.h"
@@ -347,6 +348,34 @@ void runAggregate(OperationContext& op, bson_t* reply) {
         checkWriteStage(op, *writeStage);
     }
 
+    // A view: its pipeline (and the views' it reads) runs first, over the
+    // collection at the bottom; the cursor keeps the view's name.
+    std::string sourceNs = ns;
+    if (!collectionless) {
+        if (auto view = resolveView(op.store, ns)) {
+            bson_iter_t first, st;
+            if (bson_iter_init(&first, pipeline.get()) && bson_iter_next(&first) &&
+                BSON_ITER_HOLDS_DOCUMENT(&first) && bson_iter_recurse(&first, &st) &&
+                bson_iter_next(&st) && std::string_view(bson_iter_key(&st)) == "$changeStream")
+                uasserted(ErrorCode::CommandNotSupportedOnView,
+                          fmt::format("Namespace {} is a view, not a collection", ns));
+            bson::Doc full;
+            int i = 0;
+            for (const bson_t* part : {view->pipeline.get(), pipeline.get()}) {
+                bson_iter_t p;
+                bson_iter_init(&p, part);
+                while (bson_iter_next(&p)) bson::appendIter(full.mut(), std::to_string(i++), p);
+            }
+            pipeline = std::move(full);
+            sourceNs = view->sourceNs;
+            ctx.ns = sourceNs;
+            if (!collation && view->collation) {
+                collation = view->collation->copy();
+                ctx.collator = effectiveCollator(collation->get(), nullptr);
+            }
+        }
+    }
+
     if (runChangeStream(op, pipeline.get(), collName, ns, ctx, batchSize, reply)) return;
 
     if (collectionless) {
@@ -371,7 +400,7 @@ void runAggregate(OperationContext& op, bson_t* reply) {
     std::shared_ptr<const CollectionEntry> coll;
     std::unique_ptr<aggregate::Pipeline> p;
     auto build = [&] {
-        coll = collectionless ? nullptr : op.store.catalog().lookup(ns);
+        coll = collectionless ? nullptr : op.store.catalog().lookup(sourceNs);
         if (!collation) ctx.collator = effectiveCollator(nullptr, coll.get());  // the default
         p = runsServerSource(op, pipeline.get(), collectionless)
                 ? buildOverServerSource(op, pipeline.get(), ns, ctx)

@@ -9,7 +9,6 @@
 #include "store/commands/document_validation.h"
 #include "store/commands/write_path.h"
 #include "store/query/expression.h"
-#include "store/storage/error_with_info.h"
 #include "store/txn/session_catalog.h"
 
 namespace halo::store {
@@ -291,41 +290,6 @@ WriteStageSpec parseMerge(const bson_iter_t& arg, const std::string& db) {
     return w;
 }
 
-/// Runs a registered command in this process, as the client's command would
-/// run it (no authorization check: the aggregate was authorized). Returns its
-/// reply; a command error or the first write error is thrown.
-bson::Doc runInternal(OperationContext& op, const std::string& db, const bson_t* cmd) {
-    bson_iter_t it;
-    bson_iter_init(&it, cmd);
-    bson_iter_next(&it);
-    std::string name = bson_iter_key(&it);
-    const CommandSpec* spec = CommandRegistry::instance().find(name);
-    HALO_INVARIANT(spec != nullptr);
-    bson::Fields args(cmd);
-    OperationContext sub{op.store, op.client, db, cmd, args, name};
-    bson::Doc reply;
-    spec->run(sub, reply.mut());
-    bson_t errors, first;
-    if (bson::subDocument(reply.get(), "writeErrors", &errors) &&
-        bson::subDocument(&errors, "0", &first)) {
-        bson_iter_t code, msg;
-        int c = bson::find(&first, "code", &code) ? bson_iter_as_int64(&code) : 8;
-        std::string m = bson::find(&first, "errmsg", &msg) && BSON_ITER_HOLDS_UTF8(&msg)
-                            ? bson_iter_utf8(&msg, nullptr)
-                            : "write error";
-        // Extra fields (keyPattern/keyValue, errInfo) stay with the error.
-        auto info = std::make_shared<bson::Doc>();
-        bson_iter_init(&it, &first);
-        while (bson_iter_next(&it)) {
-            std::string_view k = bson_iter_key(&it);
-            if (k != "index" && k != "code" && k != "errmsg" && k != "codeName")
-                bson::appendIter(info->mut(), k, it);
-        }
-        throw ErrorWithInfo(Status(static_cast<ErrorCode>(c), m), info);
-    }
-    return reply;
-}
-
 /// The temporary collection $out fills (mongod's naming).
 std::string temporaryName() {
     bson_oid_t oid;
@@ -363,13 +327,13 @@ void runOut(OperationContext& op, const WriteStageSpec& w,
             shape = shapeOf(*target);
             bson_concat(create.mut(), target->options.get());
         }
-        runInternal(op, w.db, create.get());
+        runCommandInternally(op, w.db, create.get());
     }
     auto dropTemporary = [&] {
         try {
             bson::Doc drop;
             BSON_APPEND_UTF8(drop.mut(), "drop", tmp.c_str());
-            runInternal(op, w.db, drop.get());
+            runCommandInternally(op, w.db, drop.get());
         } catch (const DBException&) {
             // The original error matters more; the temporary collection is
             // empty of meaning and named as mongod's are.
@@ -397,7 +361,7 @@ void runOut(OperationContext& op, const WriteStageSpec& w,
                 BSON_APPEND_DOCUMENT(&arr, k.c_str(), &spec);
             }
             bson_append_array_end(create.mut(), &arr);
-            if (n > 0) runInternal(op, w.db, create.get());
+            if (n > 0) runCommandInternally(op, w.db, create.get());
         }
         std::vector<bson::Doc> batch;
         bool more = true;
@@ -419,7 +383,7 @@ void runOut(OperationContext& op, const WriteStageSpec& w,
         std::string to = w.ns();
         BSON_APPEND_UTF8(rename.mut(), "to", to.c_str());
         BSON_APPEND_BOOL(rename.mut(), "dropTarget", true);
-        runInternal(op, "admin", rename.get());
+        runCommandInternally(op, "admin", rename.get());
     } catch (...) {
         dropTemporary();
         throw;
@@ -494,7 +458,7 @@ void mergeOne(OperationContext& op, const WriteStageSpec& w, const bson_t* sourc
         BSON_APPEND_DOCUMENT(&arr, "0", doc.get());
         bson_append_array_end(cmd.mut(), &arr);
         BSON_APPEND_BOOL(cmd.mut(), "bypassDocumentValidation", bypass);
-        runInternal(op, w.db, cmd.get());
+        runCommandInternally(op, w.db, cmd.get());
     };
     if (w.whenMatched == WhenMatched::Fail) return insert();  // a match: duplicate key
 
@@ -535,7 +499,7 @@ void mergeOne(OperationContext& op, const WriteStageSpec& w, const bson_t* sourc
     BSON_APPEND_BOOL(cmd.mut(), "bypassDocumentValidation", bypass);
     if (w.whenMatched == WhenMatched::Pipeline)
         BSON_APPEND_DOCUMENT(cmd.mut(), "let", letFor(w, doc.get()).get());
-    bson::Doc reply = runInternal(op, w.db, cmd.get());
+    bson::Doc reply = runCommandInternally(op, w.db, cmd.get());
     bson_iter_t n;
     bool matched = bson::find(reply.get(), "n", &n) && bson_iter_as_int64(&n) > 0;
     if (matched || upsert) return;

@@ -10,6 +10,7 @@
 #include "store/aggregate/vector_source.h"
 #include "store/commands/document_validation.h"
 #include "store/commands/fail_command.h"
+#include "store/commands/views.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/exec/interrupt.h"
@@ -32,6 +33,16 @@ int64_t nowMillis() {
 std::string nsOf(const OperationContext& op) {
     validateDbName(op.db);
     return op.db + "." + cmdarg::collectionName(op);
+}
+
+/// The reply of the aggregate `cmd` (a read on a view, rewritten) run here.
+bson::Doc runOnView(OperationContext& op, const bson::Doc& cmd) {
+    return runCommandInternally(op, op.db, cmd.get());
+}
+
+/// A write naming `ns`: refused when it is a view (CommandNotSupportedOnView).
+void refuseWriteToView(OperationContext& op, const std::string& ns) {
+    if (!op.store.catalog().lookup(ns)) refuseView(op.store, ns);
 }
 
 bson::Doc subDocOrEmpty(const bson::Fields& cmd, std::string_view field, std::string_view cmdName) {
@@ -130,6 +141,13 @@ void runFind(OperationContext& op, bson_t* reply) {
                              "collation",    "allowDiskUse",
                              "let",          "readOnce",
                              "term"});
+    if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+        bson::Doc r = runOnView(op, findAsAggregate(op, std::string(splitNs(ns).second)));
+        bson_t cursor;
+        if (bson::subDocument(r.get(), "cursor", &cursor))
+            BSON_APPEND_DOCUMENT(reply, "cursor", &cursor);
+        return;
+    }
     op.store.counters().query++;
     FindSpec spec;
     spec.filter = subDocOrEmpty(op.args, "filter", "find");
@@ -540,6 +558,7 @@ namespace {
 
 void runInsert(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
+    refuseWriteToView(op, ns);
     cmdarg::checkFields(
         op, {"documents", "ordered", "bypassDocumentValidation", "comment", "writeConcern"});
     bson_iter_t it;
@@ -840,6 +859,7 @@ void checkStatementFields(const OperationContext& op, const char* arrayField,
 
 void runUpdate(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
+    refuseWriteToView(op, ns);
     cmdarg::checkFields(
         op, {"updates", "ordered", "bypassDocumentValidation", "comment", "writeConcern", "let"});
     bson_iter_t it;
@@ -989,6 +1009,7 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
 
 void runDelete(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
+    refuseWriteToView(op, ns);
     cmdarg::checkFields(op, {"deletes", "ordered", "comment", "writeConcern", "let"});
     bson_iter_t it;
     if (!op.args.find("deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
@@ -1046,6 +1067,7 @@ HALO_REGISTER_COMMAND(CommandSpec{{"delete"}, runDelete});
 
 void runFindAndModify(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
+    refuseWriteToView(op, ns);
     bson_t q = BSON_INITIALIZER, sort, update, fields, af;
     bson::Doc empty;
     bson_t qv;
@@ -1135,6 +1157,16 @@ HALO_REGISTER_COMMAND(CommandSpec{{"findAndModify", "findandmodify"}, runFindAnd
 
 void runCount(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
+    if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+        bson::Doc r = runOnView(op, countAsAggregate(op, std::string(splitNs(ns).second)));
+        bson_iter_t it, n;
+        int64_t count = 0;
+        if (bson_iter_init(&it, r.get()) &&
+            bson_iter_find_descendant(&it, "cursor.firstBatch.0.count", &n))
+            count = bson_iter_as_int64(&n);
+        BSON_APPEND_INT64(reply, "n", count);
+        return;
+    }
     bson_t qv;
     bson::Doc query;
     if (cmdarg::getDoc(op.args, "query", &qv, "count")) query = bson::Doc::copyOf(&qv);
@@ -1181,6 +1213,17 @@ void runDistinct(OperationContext& op, bson_t* reply) {
             fmt::format("BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
                         bson::typeName(bson_iter_type(&it))));
     std::string key = bson_iter_utf8(&it, nullptr);
+    if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+        bson::Doc r = runOnView(op, distinctAsAggregate(op, std::string(splitNs(ns).second), key));
+        bson_iter_t root, values;
+        bson_t empty = BSON_INITIALIZER;
+        if (bson_iter_init(&root, r.get()) &&
+            bson_iter_find_descendant(&root, "cursor.firstBatch.0.values", &values))
+            bson::appendIter(reply, "values", values);
+        else
+            BSON_APPEND_ARRAY(reply, "values", &empty);
+        return;
+    }
     bson_t qv;
     bson::Doc query;
     if (cmdarg::getDoc(op.args, "query", &qv, "distinct")) query = bson::Doc::copyOf(&qv);

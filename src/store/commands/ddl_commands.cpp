@@ -6,6 +6,7 @@
 
 #include "bson/compare.h"
 #include "store/commands/auth_commands.h"
+#include "store/commands/views.h"
 #include "store/commands/write_path.h"
 #include "store/exec/find_executor.h"
 #include "store/query/document_validator.h"
@@ -53,6 +54,9 @@ void appendUuid(bson_t* out, const char* key, const CollectionEntry& e) {
 HALO_REGISTER_COMMAND(CommandSpec{
     {"create"}, [](OperationContext& op, bson_t*) {
         std::string ns = nsOf(op);
+        if (op.args.has("viewOn") || op.args.has("pipeline")) return createView(op, ns, op.cmd);
+        if (!op.store.catalog().lookup(ns) && findView(op.store, ns))
+            uasserted(ErrorCode::NamespaceExists, fmt::format("Namespace {} already exists", ns));
         // Options other than the name are kept as the collection's options.
         bson::Doc options;
         bson_iter_t it;
@@ -65,8 +69,6 @@ HALO_REGISTER_COMMAND(CommandSpec{
                 k == "startTransaction" || k == "apiVersion" || k == "apiStrict" ||
                 k == "apiDeprecationErrors")
                 continue;
-            if (k == "viewOn" || k == "pipeline")
-                uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
             if (k == "timeseries")
                 uasserted(ErrorCode::CommandNotSupported,
                           "time-series collections are not supported by this store");
@@ -88,6 +90,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
 HALO_REGISTER_COMMAND(CommandSpec{
     {"drop"}, [](OperationContext& op, bson_t* reply) {
         std::string ns = nsOf(op);
+        if (!op.store.catalog().lookup(ns) && dropView(op, ns)) return;
         std::unique_lock lk(op.store.catalog().ddlLock());
         auto coll = op.store.catalog().lookup(ns);
         if (!coll) return;  // dropping a missing collection succeeds since 7.0
@@ -203,6 +206,27 @@ HALO_REGISTER_COMMAND(CommandSpec{
             std::string k = std::to_string(i++);
             BSON_APPEND_DOCUMENT(&arr, k.c_str(), d.get());
         }
+        for (const auto& v : viewsIn(op.store, op.db)) {
+            std::string name(splitNs(v.ns).second);
+            if (onlyAuthorized && !onlyAuthorized->anyOnCollection(op.db, name)) continue;
+            bson::Doc d;
+            BSON_APPEND_UTF8(d.mut(), "name", name.c_str());
+            BSON_APPEND_UTF8(d.mut(), "type", "view");
+            if (!nameOnly) {
+                bson_t options, info;
+                BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "options", &options);
+                BSON_APPEND_UTF8(&options, "viewOn", v.viewOn.c_str());
+                BSON_APPEND_ARRAY(&options, "pipeline", v.pipeline.get());
+                if (v.collation) BSON_APPEND_DOCUMENT(&options, "collation", v.collation->get());
+                bson_append_document_end(d.mut(), &options);
+                BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "info", &info);
+                BSON_APPEND_BOOL(&info, "readOnly", true);
+                bson_append_document_end(d.mut(), &info);
+            }
+            if (matcher && !matcher->matches(d.get())) continue;
+            std::string k = std::to_string(i++);
+            BSON_APPEND_DOCUMENT(&arr, k.c_str(), d.get());
+        }
         bson_append_array_end(&cursor, &arr);
         bson_append_document_end(reply, &cursor);
     }});
@@ -278,6 +302,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         if (!bson::find(op.cmd, "indexes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
             uasserted(ErrorCode::Location40414,
                       "BSON field 'createIndexes.indexes' is missing but a required field");
+        if (!op.store.catalog().lookup(ns)) refuseView(op.store, ns);
         std::unique_lock lk(op.store.catalog().ddlLock());
         bool created = op.store.catalog().lookup(ns) == nullptr;
         if (currentOperation().txn && !created) {
@@ -345,6 +370,28 @@ HALO_REGISTER_COMMAND(CommandSpec{
 HALO_REGISTER_COMMAND(CommandSpec{
     {"collMod"}, [](OperationContext& op, bson_t*) {
         std::string ns = nsOf(op);
+        if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+            // A view takes a new viewOn and pipeline, nothing else.
+            bson::Doc viewOn;  // {viewOn: ...} when given
+            bson_iter_t it;
+            bson_iter_init(&it, op.cmd);
+            bson_iter_next(&it);
+            while (bson_iter_next(&it)) {
+                std::string_view k = bson_iter_key(&it);
+                if (k == "viewOn")
+                    bson::appendIter(viewOn.mut(), k, it);
+                else if (k == "pipeline" && !BSON_ITER_HOLDS_ARRAY(&it))
+                    uasserted(ErrorCode::TypeMismatch, "'pipeline' must be an array");
+                else if (k != "pipeline" && !cmdarg::isGenericArgument(k))
+                    uasserted(ErrorCode::InvalidOptions,
+                              fmt::format("option not supported on a view: {}", k));
+            }
+            bson_t p;
+            bool havePipeline = op.args.subDocument("pipeline", &p);
+            modifyView(op, ns, viewOn.empty() ? nullptr : viewOn.get(),
+                       havePipeline ? &p : nullptr);
+            return;
+        }
         std::unique_lock lk(op.store.catalog().ddlLock());
         auto coll = op.store.catalog().lookup(ns);
         if (!coll)
@@ -367,7 +414,10 @@ HALO_REGISTER_COMMAND(CommandSpec{
                        k == "apiStrict" || k == "apiDeprecationErrors") {
                 continue;
             } else if (k == "viewOn" || k == "pipeline") {
-                uasserted(ErrorCode::CommandNotSupported, "views are not supported by this store");
+                uasserted(ErrorCode::InvalidOptions,
+                          fmt::format("collMod: {} is a collection, not a view: {} applies only "
+                                      "to views",
+                                      ns, k));
             } else {
                 uasserted(ErrorCode::InvalidOptions,
                           fmt::format("unknown option to collMod: {}", k));
@@ -389,6 +439,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
 HALO_REGISTER_COMMAND(CommandSpec{
     {"listIndexes"}, [](OperationContext& op, bson_t* reply) {
         std::string ns = nsOf(op);
+        if (!op.store.catalog().lookup(ns)) refuseView(op.store, ns);
         std::shared_lock lk(op.store.catalog().ddlLock());
         auto coll = op.store.catalog().lookup(ns);
         if (!coll)

@@ -9,6 +9,7 @@
 
 #include "store/exec/interrupt.h"
 #include "store/repl/doc_diff.h"
+#include "store/storage/error_with_info.h"
 
 namespace halo::store {
 
@@ -318,6 +319,38 @@ void replyWithCursor(OperationContext& op, const std::string& ns,
     BSON_APPEND_INT64(&cursor, "id", id);
     BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
     bson_append_document_end(reply, &cursor);
+}
+
+bson::Doc runCommandInternally(OperationContext& op, const std::string& db, const bson_t* cmd) {
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    std::string name = bson_iter_key(&it);
+    const CommandSpec* spec = CommandRegistry::instance().find(name);
+    HALO_INVARIANT(spec != nullptr);
+    bson::Fields args(cmd);
+    OperationContext sub{op.store, op.client, db, cmd, args, name};
+    bson::Doc reply;
+    spec->run(sub, reply.mut());
+    bson_t errors, first;
+    if (bson::subDocument(reply.get(), "writeErrors", &errors) &&
+        bson::subDocument(&errors, "0", &first)) {
+        bson_iter_t code, msg;
+        int c = bson::find(&first, "code", &code) ? static_cast<int>(bson_iter_as_int64(&code)) : 8;
+        std::string m = bson::find(&first, "errmsg", &msg) && BSON_ITER_HOLDS_UTF8(&msg)
+                            ? bson_iter_utf8(&msg, nullptr)
+                            : "write error";
+        // Extra fields (keyPattern/keyValue, errInfo) stay with the error.
+        auto info = std::make_shared<bson::Doc>();
+        bson_iter_init(&it, &first);
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k != "index" && k != "code" && k != "errmsg" && k != "codeName")
+                bson::appendIter(info->mut(), k, it);
+        }
+        throw ErrorWithInfo(Status(static_cast<ErrorCode>(c), m), info);
+    }
+    return reply;
 }
 
 }  // namespace halo::store

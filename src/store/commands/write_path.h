@@ -120,6 +120,12 @@ void logCreate(Store& store, const CollectionEntry& c);
 void logCommand(Store& store, const std::string& db, const bson_t* o,
                 const uint8_t* uuid = nullptr);
 
+/// Runs a registered command in this process as a client's command would run
+/// on this connection (no authorization check: the caller's command was
+/// authorized) and returns its reply; a command error, or the first of its
+/// write errors, is thrown (with keyPattern/keyValue/errInfo kept).
+bson::Doc runCommandInternally(OperationContext& op, const std::string& db, const bson_t* cmd);
+
 /// Validates a namespace's database name (InvalidNamespace 73).
 void validateDbName(std::string_view db);
 

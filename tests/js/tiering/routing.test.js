@@ -225,6 +225,19 @@ describe('refused on tiered collections', () => {
       }
     }
   });
+
+  test('a view on a tiered collection fails with 115; a view on an untiered one works', async () => {
+    const shop = client.db('shop');
+    const err = await expectServerError(shop.createCollection('recent', { viewOn: 'orders', pipeline: [] }), 115);
+    assert.match(err.message, /shop\.orders/);
+    await shop.createCollection('scratch');
+    await shop.createCollection('scratchLater', { viewOn: 'scratch', pipeline: [{ $match: { x: 1 } }] });
+    await expectServerError(shop.command({ collMod: 'scratchLater', viewOn: 'orders', pipeline: [] }), 115);
+    await shop.collection('scratch').insertMany([{ _id: 1, x: 1 }, { _id: 2, x: 2 }]);
+    assert.deepEqual(await shop.collection('scratchLater').find().toArray(), [{ _id: 1, x: 1 }]);
+    await shop.collection('scratchLater').drop();
+    await shop.collection('scratch').drop();
+  });
 });
 
 describe('untiered collections pass through to the archive', () => {
