@@ -764,7 +764,10 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     }
     if (policy) {
         if (isReadCommand(name)) co_return co_await tieredRead(*policy, name, msg, cmd);
-        if (isWriteCommand(name)) co_return co_await tieredWrite(*policy, name, msg, cmd);
+        if (isWriteCommand(name)) {
+            GateHold writing = co_await p_.beginWrite(policy->ns);
+            co_return co_await tieredWrite(*policy, name, msg, cmd);
+        }
         if (isDdlCommand(name)) co_return co_await bothTiers(msg, cmd, policy);
         if (name == "renameCollection")
             co_return errorDoc(Status(ErrorCode::IllegalOperation,
@@ -879,6 +882,7 @@ asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, c
     bson_iter_init(&first, cmd);
     bson_iter_next(&first);
     std::string_view name = bson_iter_key(&first);
+    std::vector<GateHold> dropping;  // until the drop is done
     if (name == "drop" || name == "dropDatabase") {
         // The feeder must not replay into the dropped archive collection a
         // write from before the drop (a dropped document would come back, in
@@ -887,6 +891,19 @@ asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, c
         // (The name outside the co_await: GCC 12 miscompiles ?: in its operands.)
         std::string what = str(cmd, "$db");
         if (p) what = p->ns;
+        // Writes of this proxy in flight finish first, and new ones wait: a
+        // promotion that read the archive before the drop must not copy the
+        // document into the fast tier after it.
+        std::vector<std::string> dropped;
+        if (p)
+            dropped.push_back(p->ns);
+        else
+            for (const auto& c : p_.config().collections)
+                if (splitNs(c.ns).first == what) dropped.push_back(c.ns);
+        auto holds = co_await p_.beginDrop(dropped, p_.config().causalWaitTimeout,
+                                           [this] { return slot_.killed(); });
+        if (!holds.isOK()) co_return errorDoc(holds.getStatus());
+        dropping = std::move(holds.getValue());
         Status w = co_await p_.awaitApplied(0, what, p_.config().causalWaitTimeout,
                                             [this] { return slot_.killed(); });
         if (!w.isOK()) co_return errorDoc(w);

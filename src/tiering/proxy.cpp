@@ -128,6 +128,56 @@ asio::awaitable<Status> Proxy::awaitApplied(OpTime target, const std::string& ns
     co_return Status::OK();
 }
 
+namespace {
+
+asio::awaitable<void> pollPause() {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(std::chrono::milliseconds(1));
+    asio::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+}  // namespace
+
+asio::awaitable<GateHold> Proxy::beginWrite(const std::string& ns) {
+    CollectionProgress* prog = state_.progress(ns);
+    if (!prog) co_return GateHold{};
+    // The write counts itself before it checks for a drop, the drop the other
+    // way round: one of them always sees the other.
+    for (;;) {
+        GateHold hold(&prog->writers);
+        if (prog->drops.load() == 0) co_return hold;
+        hold.release();
+        while (prog->drops.load() != 0) co_await pollPause();
+    }
+}
+
+asio::awaitable<StatusWith<std::vector<GateHold>>> Proxy::beginDrop(
+    const std::vector<std::string>& namespaces, std::chrono::milliseconds timeout,
+    const std::function<bool()>& killed) {
+    std::vector<GateHold> holds;
+    std::vector<std::pair<CollectionProgress*, std::string>> progs;
+    for (const auto& ns : namespaces) {
+        if (CollectionProgress* prog = state_.progress(ns)) {
+            holds.emplace_back(&prog->drops);
+            progs.emplace_back(prog, ns);
+        }
+    }
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (const auto& [prog, ns] : progs) {
+        while (prog->writers.load() != 0) {
+            if (std::chrono::steady_clock::now() >= deadline)
+                co_return Status(ErrorCode::ExceededTimeLimit,
+                                 fmt::format("halocline: dropping {} waits for the writes to it "
+                                             "in flight; waited {} ms (tiering.causalWaitTimeout)",
+                                             ns, timeout.count()));
+            if (killed && killed()) co_return interrupted();
+            co_await pollPause();
+        }
+    }
+    co_return holds;
+}
+
 void Proxy::killRemote(const std::vector<CursorEntry>& dropped) {
     auto kill = [this](Tier* t, const std::string& ns, int64_t remoteId) {
         auto [db, coll] = splitNs(ns);

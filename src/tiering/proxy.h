@@ -78,6 +78,16 @@ class Proxy {
                                          std::chrono::milliseconds timeout,
                                          const std::function<bool()>& killed = {});
 
+    /// Counts a tiered write of `ns` in flight until the hold is destroyed,
+    /// after waiting for a drop of it in progress on this proxy.
+    asio::awaitable<GateHold> beginWrite(const std::string& ns);
+    /// Holds new writes of the tiered collections `namespaces` and waits (up
+    /// to `timeout`, else ExceededTimeLimit) until this proxy's writes in
+    /// flight on them have finished; the holds last until the drop is done.
+    asio::awaitable<StatusWith<std::vector<GateHold>>> beginDrop(
+        const std::vector<std::string>& namespaces, std::chrono::milliseconds timeout,
+        const std::function<bool()>& killed);
+
   private:
     asio::awaitable<void> reapLoop();
     /// Samples the archive for each policy and publishes (and logs) what does

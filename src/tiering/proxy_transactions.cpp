@@ -34,6 +34,7 @@ asio::awaitable<std::optional<bson::Doc>> ClientConnection::transactionStatement
         bson::Doc body = forwardBody(cmd, false);
         co_return co_await forward(p_.fast(), msg, body.get(), ns, true);
     }
+    GateHold writing = co_await p_.beginWrite(policy->ns);
     co_return co_await tieredTxnStatement(*policy, name, msg, cmd);
 }
 

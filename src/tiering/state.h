@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bson/doc.h"
@@ -31,7 +32,38 @@ struct Refusal {
 };
 using Refusals = std::vector<Refusal>;
 
+/// Holds one count of a gate (CollectionProgress::writers or ::drops) until
+/// destroyed.
+class GateHold {
+  public:
+    GateHold() = default;
+    explicit GateHold(std::atomic<int>* count) : count_(count) { count_->fetch_add(1); }
+    GateHold(GateHold&& o) noexcept : count_(std::exchange(o.count_, nullptr)) {}
+    GateHold& operator=(GateHold&& o) noexcept {
+        if (this != &o) {
+            release();
+            count_ = std::exchange(o.count_, nullptr);
+        }
+        return *this;
+    }
+    GateHold(const GateHold&) = delete;
+    GateHold& operator=(const GateHold&) = delete;
+    ~GateHold() { release(); }
+    void release() {
+        if (count_) count_->fetch_sub(1);
+        count_ = nullptr;
+    }
+
+  private:
+    std::atomic<int>* count_ = nullptr;
+};
+
 struct CollectionProgress {
+    /// This proxy's tiered writes in flight, and its drops of the collection
+    /// in progress: a drop waits for the writes begun before it and holds new
+    /// ones until it is done (CONSISTENCY.md, Drops; Proxy::beginWrite).
+    std::atomic<int> writers{0};
+    std::atomic<int> drops{0};
     /// The fast tier holds every document whose age is greater than this
     /// (milliseconds since the epoch). INT64_MAX: nothing proven yet.
     std::atomic<int64_t> warmLowMs{std::numeric_limits<int64_t>::max()};

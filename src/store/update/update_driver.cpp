@@ -167,7 +167,7 @@ Status validateIdForInsert(const bson_iter_t& id) {
     return Status::OK();
 }
 
-Status validateForStorage(const bson_t* doc) {
+Status validateForStorage(const bson_t* doc, const bson_t* before) {
     if (doc->len > kMaxUserSize) {
         return {ErrorCode::BSONObjectTooLarge,
                 fmt::format("Resulting document after update is larger than {}", kMaxUserSize)};
@@ -202,6 +202,10 @@ Status validateForStorage(const bson_t* doc) {
                 }
             }
         } else if (!key.empty() && key[0] == '$') {
+            // An operator update validates what it changed, as mongod: a
+            // $-prefixed field the document already had stays allowed.
+            bson_iter_t had;
+            if (before && bson_iter_init_find(&had, before, std::string(key).c_str())) continue;
             return dollarRefused(key, key);
         }
     }
@@ -249,7 +253,7 @@ UpdateResult UpdateDriver::apply(const bson_t* oldDoc, const ApplyOptions& opts)
 
     UpdateResult r;
     r.newDoc = root->toDoc();
-    uassertStatusOK(validateForStorage(r.newDoc.get()));
+    uassertStatusOK(validateForStorage(r.newDoc.get(), oldDoc));
     r.modified = !sameBytes(r.newDoc.get(), oldDoc);
     if (opts.computeDescription && r.modified) r.description = describe(log, root.get());
     return r;

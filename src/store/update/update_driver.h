@@ -110,8 +110,10 @@ bson::Doc seedUpsertDocument(const bson_t* query, bool idOnly = false);
 /// array/regex/undefined (InvalidIdField), no $-prefixed top-level field and no
 /// $-prefixed field directly inside an _id document other than a DBRef's $ref,
 /// $id, $db (DollarPrefixedFieldName, named by its path as mongod 7.0 does), size
-/// <= 16 MiB (BSONObjectTooLarge).
-Status validateForStorage(const bson_t* doc);
+/// <= 16 MiB (BSONObjectTooLarge). With `before` (an operator update's input), a
+/// top-level $-prefixed field the document already had is allowed: mongod validates
+/// what an operator update changed.
+Status validateForStorage(const bson_t* doc, const bson_t* before = nullptr);
 
 /// The first field name at any depth of `doc` that starts with '$' and is not
 /// part of a DBRef ({$ref: <string>, $id: ..., [$db: <string>]}, in that

@@ -283,6 +283,20 @@ test('an _id document holding a $-prefixed field is refused (52) on insert, upse
   assert.equal(docs.length, 1, inspect(docs));
 });
 
+test('an operator update of a document that already has a top-level $-prefixed field succeeds; a replacement keeping it is refused (52)', async () => {
+  const name = collName();
+  const ins = await run({ insert: name, documents: [{ _id: 1, $price: 5, v: 1 }, { _id: 2, v: 2 }] });
+  assert.equal(ins.n, 2, inspect(ins));
+  const up = await run({ update: name, updates: [{ q: {}, u: { $set: { v: 9 } }, multi: true }] });
+  assert.equal(up.ok, 1, inspect(up));
+  assert.equal(up.nModified, 2, inspect(up));
+  assert.equal(up.writeErrors, undefined, inspect(up));
+  const rep = await run({ update: name, updates: [{ q: { _id: 1 }, u: { v: 3, $price: 6 } }] });
+  assert.equal(rep.writeErrors?.[0]?.code, 52, inspect(rep));
+  const docs = (await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch;
+  assert.deepEqual(docs, [{ _id: 1, $price: 5, v: 9 }, { _id: 2, v: 9 }]);
+});
+
 // ------------------------------------------------------------ write concern
 
 test('a write concern the one-member set cannot satisfy is a writeConcernError after the write, as mongod reports it', async () => {
