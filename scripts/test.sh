@@ -15,6 +15,14 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --preset "$PRESET" -j "$(nproc)"
 
+# Each fuzz target (wire, SCRAM, BSON, configs) under libFuzzer with ASan+UBSan
+# for a short bounded time, from its seed corpus (clang, build/fuzz; about two
+# minutes with the build). A crash fails the suite; the input is kept in
+# build/fuzz/artifacts. Longer runs: scripts/fuzz.sh 10m (docs/OPERATIONS.md).
+if [ "${HALO_SKIP_FUZZ:-0}" != "1" ]; then
+  bash scripts/fuzz.sh "${HALO_FUZZ_TIME:-20s}"
+fi
+
 # The concurrent paths again under ThreadSanitizer: the store built with TSan
 # serves many clients writing, tailing change streams and running transactions.
 # Any race in Halocline code aborts the server and fails these tests.

@@ -1,7 +1,5 @@
 // halocline: one executable, subcommands. `halocline store` runs the embedded
 // MongoDB-compatible store.
-#include <yaml-cpp/yaml.h>
-
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include "bench/commands.h"
 #include "cli/tiering_cmds.h"
 #include "common/log.h"
+#include "store/server/config_file.h"
 #include "store/server/store.h"
 
 namespace {
@@ -18,151 +17,6 @@ halo::store::Store* g_store = nullptr;
 
 void onSignal(int) {
     if (g_store) g_store->requestShutdown();
-}
-
-/// One mongod server parameter (--setParameter name=value, YAML setParameter).
-/// Empty when applied, else the error.
-std::string setParameter(halo::store::StoreOptions& o, const std::string& name,
-                         const std::string& value) {
-    if (name == "ttlMonitorSleepSecs") {
-        try {
-            size_t used = 0;
-            int v = std::stoi(value, &used);
-            if (used == value.size() && v >= 1) {
-                o.ttlMonitorSleepSecs = v;
-                return "";
-            }
-        } catch (const std::exception&) {
-        }
-        return "setParameter ttlMonitorSleepSecs: expected a whole number of seconds >= 1, got '" +
-               value + "'";
-    }
-    if (name == "minSnapshotHistoryWindowInSeconds") {
-        try {
-            size_t used = 0;
-            int v = std::stoi(value, &used);
-            if (used == value.size() && v >= 0) {
-                o.minSnapshotHistoryWindowInSeconds = v;
-                return "";
-            }
-        } catch (const std::exception&) {
-        }
-        return "setParameter minSnapshotHistoryWindowInSeconds: expected a whole number of "
-               "seconds >= 0, got '" +
-               value + "'";
-    }
-    if (name == "enableTestCommands") {
-        // A boolean server parameter, spelled as mongod accepts it.
-        if (value == "1" || value == "true") {
-            o.enableTestCommands = true;
-            return "";
-        }
-        if (value == "0" || value == "false") {
-            o.enableTestCommands = false;
-            return "";
-        }
-        return "setParameter enableTestCommands: expected true, false, 1 or 0, got '" + value + "'";
-    }
-    return "Unknown --setParameter '" + name +
-           "' (this store knows ttlMonitorSleepSecs, minSnapshotHistoryWindowInSeconds, "
-           "enableTestCommands)";
-}
-
-/// Applies a mongod-style YAML config (storage.dbPath, net.port, net.bindIp,
-/// storage.wiredTiger.engineConfig.cacheSizeGB, ...). Flags given on the command
-/// line win over the file.
-bool applyConfig(const std::string& path, halo::store::StoreOptions& o, const CLI::App& app,
-                 std::string* err) {
-    try {
-        YAML::Node root = YAML::LoadFile(path);
-        auto set = [&](const char* flag, auto& field, YAML::Node n) {
-            if (n && app.count(flag) == 0) field = n.as<std::remove_reference_t<decltype(field)>>();
-        };
-        if (auto storage = root["storage"]) {
-            set("--dbpath", o.dbPath, storage["dbPath"]);
-            if (auto wt = storage["wiredTiger"]) {
-                if (auto ec = wt["engineConfig"]) {
-                    set("--wiredTigerCacheSizeGB", o.cacheSizeGB, ec["cacheSizeGB"]);
-                    set("--directIO", o.directIO, ec["directIO"]);
-                }
-                if (auto cc = wt["collectionConfig"])
-                    set("--wiredTigerCollectionBlockCompressor", o.blockCompressor,
-                        cc["blockCompressor"]);
-            }
-        }
-        if (auto net = root["net"]) {
-            set("--port", o.port, net["port"]);
-            set("--bind_ip", o.bindIp, net["bindIp"]);
-            set("--maxConns", o.maxConns, net["maxIncomingConnections"]);
-            if (auto tls = net["tls"]) {
-                if (tls["mode"] && app.count("--tlsMode") == 0) {
-                    auto mode = halo::net::parseTlsMode(tls["mode"].as<std::string>());
-                    if (!mode) {
-                        *err = "net.tls.mode: must be disabled, allowTLS, preferTLS or requireTLS";
-                        return false;
-                    }
-                    o.tls.mode = *mode;
-                }
-                set("--tlsCertificateKeyFile", o.tls.certificateKeyFile, tls["certificateKeyFile"]);
-                set("--tlsCertificateKeyFilePassword", o.tls.certificateKeyFilePassword,
-                    tls["certificateKeyFilePassword"]);
-                set("--tlsCAFile", o.tls.caFile, tls["CAFile"]);
-                set("--tlsAllowConnectionsWithoutCertificates",
-                    o.tls.allowConnectionsWithoutCertificates,
-                    tls["allowConnectionsWithoutCertificates"]);
-            }
-        }
-        if (auto sl = root["systemLog"]) {
-            if (sl["destination"] && sl["destination"].as<std::string>() == "file")
-                set("--logpath", o.logPath, sl["path"]);
-            if (sl["verbosity"] && app.count("--verbose") == 0)
-                o.verbose = sl["verbosity"].as<int>() > 0;
-        }
-        if (auto repl = root["replication"]) {
-            set("--replSet", o.replSet, repl["replSetName"]);
-            set("--oplogSize", o.oplogSizeMB, repl["oplogSizeMB"]);
-        }
-        if (auto sp = root["setParameter"]) {
-            for (auto it = sp.begin(); it != sp.end(); ++it) {
-                std::string name = it->first.as<std::string>();
-                std::string e = setParameter(o, name, it->second.as<std::string>());
-                if (!e.empty()) {
-                    *err = e;
-                    return false;
-                }
-            }
-        }
-        if (auto sec = root["security"]) {
-            for (auto it = sec.begin(); it != sec.end(); ++it) {
-                std::string k = it->first.as<std::string>();
-                if (k != "authorization") {
-                    *err = "unsupported option 'security." + k + "'";
-                    return false;
-                }
-            }
-            if (auto a = sec["authorization"]; a && app.count("--auth") == 0) {
-                std::string v = a.as<std::string>();
-                if (v != "enabled" && v != "disabled") {
-                    *err =
-                        "security.authorization must be 'enabled' or 'disabled', not '" + v + "'";
-                    return false;
-                }
-                o.auth = v == "enabled";
-            }
-        }
-        for (auto it = root.begin(); it != root.end(); ++it) {
-            std::string k = it->first.as<std::string>();
-            if (k != "storage" && k != "net" && k != "systemLog" && k != "replication" &&
-                k != "processManagement" && k != "setParameter" && k != "security") {
-                *err = "unrecognized config section '" + k + "'";
-                return false;
-            }
-        }
-    } catch (const std::exception& e) {
-        *err = e.what();
-        return false;
-    }
-    return true;
 }
 
 int runStore(halo::store::StoreOptions opts) {
@@ -270,7 +124,8 @@ int main(int argc, char** argv) {
         if (store->count("--tlsMode")) so.tls.mode = *halo::net::parseTlsMode(tlsMode);
         if (!config.empty()) {
             std::string err;
-            if (!applyConfig(config, so, *store, &err)) {
+            auto given = [&](std::string_view flag) { return store->count(std::string(flag)) > 0; };
+            if (!halo::store::applyConfigFile(config, so, given, &err)) {
                 std::fprintf(stderr, "Error reading config file %s: %s\n", config.c_str(),
                              err.c_str());
                 return 2;
@@ -278,9 +133,10 @@ int main(int argc, char** argv) {
         }
         for (const auto& p : parameters) {
             auto eq = p.find('=');
-            std::string err = eq == std::string::npos
-                                  ? "--setParameter expects NAME=VALUE, got '" + p + "'"
-                                  : setParameter(so, p.substr(0, eq), p.substr(eq + 1));
+            std::string err =
+                eq == std::string::npos
+                    ? "--setParameter expects NAME=VALUE, got '" + p + "'"
+                    : halo::store::setParameter(so, p.substr(0, eq), p.substr(eq + 1));
             if (!err.empty()) {
                 std::fprintf(stderr, "%s\n", err.c_str());
                 return 2;

@@ -11,27 +11,6 @@
 
 namespace halo::net {
 
-std::optional<TlsMode> parseTlsMode(std::string_view text) {
-    for (TlsMode m :
-         {TlsMode::disabled, TlsMode::allowTLS, TlsMode::preferTLS, TlsMode::requireTLS})
-        if (text == tlsModeName(m)) return m;
-    return std::nullopt;
-}
-
-std::string_view tlsModeName(TlsMode mode) {
-    switch (mode) {
-        case TlsMode::disabled:
-            return "disabled";
-        case TlsMode::allowTLS:
-            return "allowTLS";
-        case TlsMode::preferTLS:
-            return "preferTLS";
-        case TlsMode::requireTLS:
-            return "requireTLS";
-    }
-    return "disabled";
-}
-
 bool looksLikeTlsHandshake(const uint8_t first[4]) {
     return first[0] == 0x16 && first[1] == 0x03 && first[2] >= 0x01 && first[2] <= 0x04;
 }

@@ -41,6 +41,10 @@ StatusWith<Millis> parseDuration(std::string_view text) {
     else
         return Status(ErrorCode::BadValue,
                       "unknown duration unit '" + std::string(unit) + "' (use ms, s, m, h or d)");
+    // Bounded before the conversion: a double beyond int64 does not convert (UB).
+    if (!(ms <= static_cast<double>(kMaxDuration.count())))
+        return Status(ErrorCode::BadValue,
+                      "duration too long: '" + std::string(text) + "' (at most 36500d)");
     return Millis(static_cast<int64_t>(ms));
 }
 

@@ -88,7 +88,12 @@ struct ProxyConfig {
 /// Whether a connection string carries a user (mongodb://user[:pwd]@host...).
 bool hasCredentials(std::string_view uri);
 
-/// Parses "30d", "12h", "5m", "90s", "250ms" or a plain number of seconds.
+/// The longest duration a setting takes: 100 years, which every clock the
+/// proxy adds it to (nanosecond steady and system clocks) can still hold.
+inline constexpr Millis kMaxDuration{100LL * 365 * 86'400'000};
+
+/// Parses "30d", "12h", "5m", "90s", "250ms" or a plain number of seconds, at
+/// most kMaxDuration (BadValue beyond).
 StatusWith<Millis> parseDuration(std::string_view text);
 
 /// Loads and validates a YAML file. Errors name the key: "tiering.collections[0].horizon:

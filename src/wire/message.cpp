@@ -207,6 +207,51 @@ StatusWith<OpQuery> parseOpQuery(std::span<const uint8_t> frame) {
     return q;
 }
 
+namespace {
+
+/// Deflate encodes at most 258 bytes in a bit and a few (zlib's documented worst
+/// case is 1032:1); a zlib stream also has a 2-byte header and 4-byte trailer.
+constexpr size_t kZlibMaxRatio = 1032;
+
+/// Whether `data` can decompress to `claimed` bytes, judged without decompressing:
+/// the size snappy and zstd record in their own headers, zlib's highest ratio.
+Status checkUncompressedSize(Compressor c, std::span<const uint8_t> data, size_t claimed) {
+    auto mismatch = [](const char* what) {
+        return Status(
+            ErrorCode::ProtocolError,
+            fmt::format("OP_COMPRESSED uncompressedSize does not match the {} data", what));
+    };
+    switch (c) {
+        case Compressor::Noop:
+            if (data.size() != claimed) return mismatch("noop");
+            break;
+        case Compressor::Snappy: {
+            size_t n = 0;
+            if (!snappy::GetUncompressedLength(reinterpret_cast<const char*>(data.data()),
+                                               data.size(), &n) ||
+                n != claimed)
+                return mismatch("snappy");
+            break;
+        }
+        case Compressor::Zlib:
+            if (claimed / kZlibMaxRatio > data.size()) return mismatch("zlib");
+            break;
+        case Compressor::Zstd: {
+            // Drivers' zstd frames record their size; a frame without it is
+            // judged by decompressing.
+            unsigned long long n = ZSTD_getFrameContentSize(data.data(), data.size());
+            if (n == ZSTD_CONTENTSIZE_ERROR || (n != ZSTD_CONTENTSIZE_UNKNOWN && n != claimed))
+                return mismatch("zstd");
+            break;
+        }
+        default:
+            break;  // refused below
+    }
+    return Status::OK();
+}
+
+}  // namespace
+
 StatusWith<std::vector<uint8_t>> decompress(const Header& h, std::span<const uint8_t> payload) {
     if (payload.size() < 9) return Status(ErrorCode::ProtocolError, "OP_COMPRESSED too short");
     int32_t originalOp = readI32(payload.data());
@@ -217,6 +262,11 @@ StatusWith<std::vector<uint8_t>> decompress(const Header& h, std::span<const uin
         return Status(ErrorCode::ProtocolError, "OP_COMPRESSED uncompressedSize out of bounds");
     if (originalOp == static_cast<int32_t>(OpCode::Compressed))
         return Status(ErrorCode::ProtocolError, "nested OP_COMPRESSED");
+    // The claim is checked against what the payload can expand to before the
+    // buffer is allocated: a few bytes claiming 48 MB must not cost 48 MB.
+    if (Status s = checkUncompressedSize(compressor, data, static_cast<size_t>(uncompressedSize));
+        !s.isOK())
+        return s;
     std::vector<uint8_t> frame(kHeaderSize + static_cast<size_t>(uncompressedSize));
     uint8_t* dst = frame.data() + kHeaderSize;
     size_t outLen = static_cast<size_t>(uncompressedSize);

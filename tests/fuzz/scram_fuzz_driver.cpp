@@ -1,22 +1,26 @@
-// Replays the SCRAM fuzz target over seeded random mutations of valid
-// client-first/client-final pairs (for compilers without libFuzzer).
-// Deterministic: fixed seed, bounded count. A crash or sanitizer report fails.
+// Replays the SCRAM fuzz target over its seed corpus (corpus/scram), then over
+// seeded random mutations of valid client-first/client-final pairs (for builds
+// without libFuzzer). Deterministic: fixed seed, bounded count. A crash or
+// sanitizer report fails.
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+#include "replay.h"
 
 int main() {
-    const std::vector<std::string> seeds = {
+    const auto corpus = halo::fuzz::loadCorpus(HALO_FUZZ_CORPUS);
+    const size_t files = halo::fuzz::replay(corpus);
+    std::vector<std::string> seeds = {
         std::string("n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL") + '\0' +
             "c=biws,r=fyko+d2lbbFgONRv9qkxdawLsrv,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts=",
         std::string("n,a=us=2Cer,n=us=2Cer,r=abc") + '\0' +
             "c=bixhPXVzPTJDZXIs,r=abcsrv,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
         std::string("y,,n=u=3D,r=x,e=ext") + '\0' + "c=eSws,r=xsrv,x=1,p=AAAA",
     };
+    for (const auto& in : corpus) seeds.emplace_back(in.begin(), in.end());
     using namespace std::string_literals;
     const std::string alphabet = "nyacrpsiv=,+/0123456789ABCDEFabcdef\0\x80\xff"s;
     std::mt19937_64 rng(20261202);
@@ -38,9 +42,9 @@ int main() {
                     break;
             }
         }
-        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+        halo::fuzz::runOne(s);
         ++runs;
     }
-    std::printf("scram fuzz replay: %zu inputs, no crash\n", runs);
+    std::printf("scram fuzz replay: %zu corpus files, %zu mutated inputs, no crash\n", files, runs);
     return 0;
 }

@@ -144,6 +144,11 @@ TEST(ProxyConfig, ParsesDurations) {
     EXPECT_EQ(parseDuration("1.5s").getValue(), Millis(1500));
     EXPECT_EQ(parseDuration("2h").getValue(), Millis(7'200'000));
     EXPECT_FALSE(parseDuration("soon").isOK());
+    // Beyond int64 milliseconds (config_fuzz): refused, not converted.
+    EXPECT_EQ(parseDuration("36500d").getValue(), kMaxDuration);
+    EXPECT_FALSE(parseDuration("36501d").isOK());
+    EXPECT_FALSE(parseDuration("99999999999999999999d").isOK());
+    EXPECT_FALSE(parseDuration(std::string(400, '9')).isOK());
 }
 
 }  // namespace

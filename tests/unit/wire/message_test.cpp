@@ -148,5 +148,25 @@ TEST(WireTest, CompressedSizeClaimIsBounded) {
     EXPECT_FALSE(decompress(h, payload).isOK());
 }
 
+// A few bytes claiming up to 48 MB are refused before the buffer is allocated
+// (wire_fuzz: each such frame cost a 48 MB allocation), by the size snappy and
+// zstd record and by zlib's highest ratio; a claim the data can meet still
+// decompresses (RoundTrip).
+TEST(WireTest, CompressedSizeClaimIsCheckedAgainstThePayload) {
+    auto frame = buildOpMsg(1, 0, bson::Doc::fromJsonOrDie(R"({"ping": 1, "$db": "a"})").get());
+    for (auto c : {Compressor::Noop, Compressor::Snappy, Compressor::Zlib, Compressor::Zstd}) {
+        auto packed = compress(frame, c);
+        ASSERT_TRUE(packed.isOK());
+        std::vector<uint8_t> payload(packed.getValue().begin() + kHeaderSize,
+                                     packed.getValue().end());
+        int32_t claim = 40'000'000;
+        std::memcpy(payload.data() + 4, &claim, 4);
+        auto d = decompress(parseHeader(packed.getValue()).getValue(), payload);
+        ASSERT_FALSE(d.isOK()) << compressorName(c);
+        EXPECT_NE(d.getStatus().reason().find("does not match"), std::string::npos)
+            << d.getStatus().reason();
+    }
+}
+
 }  // namespace
 }  // namespace halo::wire

@@ -1,18 +1,20 @@
-// Replays the fuzz target over seeded random mutations of valid frames (for
-// compilers without libFuzzer). Deterministic: the seed is fixed, the count
-// bounded. A crash or sanitizer report fails the test.
+// Replays the wire fuzz target over its seed corpus (corpus/wire), then over
+// seeded random mutations of valid frames and of the corpus (for builds
+// without libFuzzer). Deterministic: the seed is fixed, the count bounded. A
+// crash or sanitizer report fails the test.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "replay.h"
 #include "wire/message.h"
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 int main() {
     using namespace halo;
+    const auto corpus = fuzz::loadCorpus(HALO_FUZZ_CORPUS);
+    const size_t files = fuzz::replay(corpus);
     std::vector<std::vector<uint8_t>> seeds;
     auto body = bson::Doc::fromJsonOrDie(R"({"insert": "c", "$db": "t", "ordered": true})");
     auto d1 = bson::Doc::fromJsonOrDie(R"({"_id": 1, "a": [1, 2, {"b": "x"}]})");
@@ -22,6 +24,8 @@ int main() {
     seeds.push_back(wire::buildOpQuery(3, "admin.$cmd", d1.get()));
     for (auto c : {wire::Compressor::Snappy, wire::Compressor::Zlib, wire::Compressor::Zstd})
         seeds.push_back(wire::compress(seeds[1], c).getValue());
+    for (const auto& in : corpus)
+        if (in.size() >= 16) seeds.push_back(in);
     std::mt19937_64 rng(20261202);
     size_t runs = 0;
     for (int iter = 0; iter < 40000; ++iter) {
@@ -51,6 +55,6 @@ int main() {
         LLVMFuzzerTestOneInput(frame.data(), frame.size());
         ++runs;
     }
-    std::printf("wire fuzz replay: %zu inputs, no crash\n", runs);
+    std::printf("wire fuzz replay: %zu corpus files, %zu mutated inputs, no crash\n", files, runs);
     return 0;
 }
