@@ -53,6 +53,17 @@ function driverOptions(o = {}) {
   return out;
 }
 
+/**
+ * Transaction options as the driver takes them: maxCommitTimeMS a plain number (the
+ * driver sends it as the commit's maxTimeMS only if `typeof` says number; a typed Int32
+ * from the test file was dropped without a word).
+ */
+function transactionOptions(o = {}) {
+  const out = { ...o };
+  if (out.maxCommitTimeMS !== undefined) out.maxCommitTimeMS = unwrapNumber(out.maxCommitTimeMS);
+  return out;
+}
+
 class EntityMap extends Map {
   set(key, value) {
     if (this.has(key)) throw new Error(`entity ${key} already exists`);
@@ -81,6 +92,21 @@ function uriWithOptions(baseUri, uriOptions = {}) {
     }
   }
   return u.toString();
+}
+
+/**
+ * The event with its command's readConcern and writeConcern copied as they were sent.
+ * The driver hands every command of a client the same readConcern object and later
+ * adds afterClusterTime to it for a causally consistent read, which would show up,
+ * after the fact, in the events of commands sent before.
+ */
+function snapshotConcerns(ev) {
+  const c = ev.command;
+  if (!c || typeof c !== 'object') return ev;
+  for (const k of ['readConcern', 'writeConcern']) {
+    if (c[k] && typeof c[k] === 'object' && !Array.isArray(c[k])) ev.command = { ...ev.command, [k]: { ...c[k] } };
+  }
+  return ev;
 }
 
 /**
@@ -117,7 +143,7 @@ async function createEntity(desc, entities, ctx) {
           if ((name === 'hello' || name === 'ismaster') && ev.command && Object.keys(ev.command).length === 0) return;
           if (ignore.has(name)) return;
           // commandStarted for the internal lsid/lookups: keep everything else.
-          if (observe.has(specName)) client.__events.push({ type: specName, event: ev });
+          if (observe.has(specName)) client.__events.push({ type: specName, event: snapshotConcerns(ev) });
           // lsid of every started command, for assertSameLsidOnLastTwoCommands.
           if (nodeName === 'commandStarted') (client.__lsids ||= []).push(ev.command && ev.command.lsid);
         });
@@ -147,6 +173,7 @@ async function createEntity(desc, entities, ctx) {
     case 'session': {
       const client = entities.getTyped(spec.client, 'client');
       const opts = { ...(spec.sessionOptions || {}) };
+      if (opts.defaultTransactionOptions) opts.defaultTransactionOptions = transactionOptions(opts.defaultTransactionOptions);
       const session = client.startSession(opts);
       session.__kind = 'session';
       session.__client = client;
@@ -160,4 +187,4 @@ async function createEntity(desc, entities, ctx) {
   }
 }
 
-module.exports = { EntityMap, createEntity, SkipTest, readPreference, driverOptions, COMMAND_EVENTS };
+module.exports = { EntityMap, createEntity, SkipTest, readPreference, driverOptions, transactionOptions, COMMAND_EVENTS };

@@ -3,7 +3,7 @@
 // Each handler: async (object, args, ctx) => result (converted to a plain value).
 // An operation missing here makes its test SKIPPED with a reason, never passed.
 
-const { SkipTest, readPreference } = require('./entities');
+const { SkipTest, readPreference, transactionOptions } = require('./entities');
 const { unwrapNumber } = require('./match');
 
 /** Results whose array elements are root-level documents (extra fields allowed). */
@@ -274,7 +274,7 @@ const sessionOps = {
     return undefined;
   },
   async startTransaction(session, args) {
-    session.startTransaction(args || {});
+    session.startTransaction(transactionOptions(args));
     return undefined;
   },
   async commitTransaction(session) {

@@ -18,6 +18,9 @@
 // (pass rate, files fully passing), then a total line:
 //   conformance: N passed, N failed, N skipped
 // The server it starts runs with --setParameter enableTestCommands=1 (configureFailPoint).
+// The baseline file also holds `known`: per file, the failing tests and why each fails
+// ("*": every test of the file). Failures are tagged [known] with their reason; the end
+// lists the UNEXPLAINED ones and the known ones that pass now. Neither changes the exit code.
 // Exit code: 1 if a baseline file has a failure, a baseline test does not pass (a
 // regression), or a baseline file cannot run; else 0.
 
@@ -88,10 +91,17 @@ function parseArgs(argv) {
  * Returns {files: [...], tests: {file: [description...]}}.
  */
 function loadBaseline(file) {
-  if (!fs.existsSync(file)) return { files: [], tests: {} };
+  if (!fs.existsSync(file)) return { files: [], tests: {}, known: {} };
   const j = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if (Array.isArray(j)) return { files: j, tests: {} };
-  return { files: j.files || [], tests: j.tests || {} };
+  if (Array.isArray(j)) return { files: j, tests: {}, known: {} };
+  return { files: j.files || [], tests: j.tests || {}, known: j.known || {} };
+}
+
+/** Why a test is known to fail (the baseline's `known`, per file and test, or `*` for the whole file), or null. */
+function knownReason(known, file, name) {
+  const k = known[file];
+  if (!k) return null;
+  return k[name] || k['*'] || null;
 }
 
 function listFiles(opts) {
@@ -389,6 +399,26 @@ async function runOperation(op, ctx) {
   }
 }
 
+/**
+ * The one client-side difference the runner forgives. The Node driver these files come
+ * from (lib/sessions.js) adds `wtimeout: 10000` to the write concern of every
+ * commitTransaction and abortTransaction that has one when no timeoutMS is set; the
+ * specification asks for it only on a retried commit, and the driver's own runner
+ * accepts it because it allows extra fields in nested documents, which the unified
+ * format does not. Only that field of that command, with that value, and only where the
+ * test expects a writeConcern without a wtimeout of its own, is left out.
+ */
+function withoutDriverWtimeout(expected, actual) {
+  const name = actual && Object.keys(actual)[0];
+  if (name !== 'commitTransaction' && name !== 'abortTransaction') return actual;
+  const wc = actual.writeConcern;
+  const want = expected.writeConcern;
+  if (!wc || !want || typeof want !== 'object' || 'wtimeout' in want) return actual;
+  if (Number(wc.wtimeout) !== 10000) return actual;
+  const { wtimeout, ...rest } = wc;
+  return { ...actual, writeConcern: rest };
+}
+
 function checkEvents(expectEvents, ctx) {
   for (const group of expectEvents) {
     const eventType = group.eventType || 'command';
@@ -415,7 +445,9 @@ function checkEvents(expectEvents, ctx) {
       if (spec.databaseName !== undefined && spec.databaseName !== ev.databaseName) {
         throw new MatchError(`${p}.databaseName`, `expected ${spec.databaseName}, got ${ev.databaseName}`);
       }
-      if (spec.command !== undefined) match(spec.command, ev.command, { root: true, entities: ctx.entities, path: `${p}.command` });
+      if (spec.command !== undefined) {
+        match(spec.command, withoutDriverWtimeout(spec.command, ev.command), { root: true, entities: ctx.entities, path: `${p}.command` });
+      }
       if (spec.reply !== undefined) match(spec.reply, ev.reply, { root: true, entities: ctx.entities, path: `${p}.reply` });
       if (spec.hasServiceId !== undefined && spec.hasServiceId !== (ev.serviceId != null)) {
         throw new MatchError(`${p}.hasServiceId`, `expected ${spec.hasServiceId}`);
@@ -596,7 +628,7 @@ async function main() {
     console.log(`conformance: SKIPPED: ${why}`);
     return 0;
   }
-  const { files: baseline, tests: baselineTests } = loadBaseline(opts.baseline);
+  const { files: baseline, tests: baselineTests, known } = loadBaseline(opts.baseline);
   let files = listFiles(opts);
   if (opts.onlyBaseline) files = files.filter((f) => baseline.includes(f) || baselineTests[f]);
   if (opts.filters.length) files = files.filter((f) => opts.filters.some((s) => f.includes(s)));
@@ -642,7 +674,11 @@ async function main() {
       const tag = baseline.includes(rel) ? ' [baseline]' : baselineTests[rel] ? ` [baseline: ${baselineTests[rel].length} tests]` : '';
       console.log(`${rel}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped${tag}`);
       for (const d of r.details) {
-        if (d.status === 'FAIL') console.log(`  FAIL ${d.name}\n       ${d.why.split('\n').join('\n       ')}`);
+        if (d.status === 'FAIL') {
+          const reason = knownReason(known, rel, d.name);
+          console.log(`  FAIL ${d.name}${reason ? ' [known]' : ''}\n       ${d.why.split('\n').join('\n       ')}`);
+          if (reason) console.log(`       known: ${reason}`);
+        }
         else if (d.status === 'SKIP' && opts.verbose) console.log(`  SKIP ${d.name}: ${d.why}`);
         else if (d.status === 'PASS' && opts.verbose) console.log(`  pass ${d.name}`);
       }
@@ -679,6 +715,23 @@ async function main() {
     console.log(`REGRESSION: baseline tests that did not pass:\n  ${testRegressions.join('\n  ')}`);
     exitCode = 1;
   }
+  // The known failures (the baseline's `known`): every failure should have its reason
+  // written down, and a known failure that passes now should leave the list.
+  const unexplained = [];
+  const stale = [];
+  for (const r of results) {
+    for (const d of r.details) {
+      const reason = knownReason(known, r.file, d.name);
+      if (d.status === 'FAIL' && !reason) unexplained.push(`${r.file}: "${d.name}"`);
+      if (d.status === 'PASS' && reason && known[r.file][d.name]) stale.push(`${r.file}: "${d.name}"`);
+    }
+  }
+  const failedCount = results.reduce((n, r) => n + r.failed, 0);
+  if (failedCount) {
+    console.log(`failures explained in ${path.basename(opts.baseline)} (known): ${failedCount - unexplained.length} of ${failedCount}`);
+  }
+  if (unexplained.length) console.log(`UNEXPLAINED failures (find the cause; fix it or add it to known):\n  ${unexplained.join('\n  ')}`);
+  if (stale.length) console.log(`Known failures that now pass (remove them from known):\n  ${stale.join('\n  ')}`);
   if (newlyPassing.length) {
     console.log('Files not in the baseline that now fully pass (add them to conformance/baseline.json):');
     for (const r of newlyPassing) console.log(`  "${r.file}",`);
