@@ -321,7 +321,6 @@ class ClientConnection : public net::FrameHandler {
                                                       int64_t id);
     store::FailPointTarget failPointTarget(std::string_view name, const std::string& db,
                                            const bson_t* cmd) const;
-    bool opensOrReadsChangeStream(std::string_view name, const bson_t* cmd);
 
     Proxy& p_;
     net::ConnectionInfo info_;

@@ -41,15 +41,6 @@ store::FailPointTarget ClientConnection::failPointTarget(std::string_view name,
     return t;
 }
 
-bool ClientConnection::opensOrReadsChangeStream(std::string_view name, const bson_t* cmd) {
-    if (name == "aggregate") return firstStageIs(cmd, "$changeStream");
-    if (name != "getMore") return false;
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, cmd, "getMore") || !BSON_ITER_HOLDS_INT64(&it)) return false;
-    auto e = p_.cursors().find(bson_iter_int64(&it));
-    return e && e->changeStream;
-}
-
 bson::Doc ClientConnection::configureFailPoint(const bson_t* cmd) {
     std::string name = str(cmd, "configureFailPoint");
     store::FailPoint* fp = nullptr;
@@ -88,9 +79,12 @@ asio::awaitable<std::optional<bson::Doc>> ClientConnection::failCommandBefore(st
     }
     if (!effect.error) co_return std::nullopt;  // only blocked: the command runs
     bson::Doc reply = errorDoc(*effect.error);
-    store::appendErrorLabels(
-        reply.mut(), labelContext(name, cmd, opensOrReadsChangeStream(name, cmd)),
-        static_cast<int>(effect.error->code()), std::nullopt, effect.errorLabels);
+    // An aggregate opening a change stream is labelled as one; a getMore failed
+    // here has not reached its cursor, and mongod does not label it either.
+    const bool opensChangeStream = name == "aggregate" && firstStageIs(cmd, "$changeStream");
+    store::appendErrorLabels(reply.mut(), labelContext(name, cmd, opensChangeStream),
+                             static_cast<int>(effect.error->code()), std::nullopt,
+                             effect.errorLabels);
     co_return reply;
 }
 
