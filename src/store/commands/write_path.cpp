@@ -7,11 +7,59 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/log.h"
 #include "store/exec/interrupt.h"
 #include "store/repl/doc_diff.h"
 #include "store/storage/error_with_info.h"
 
 namespace halo::store {
+
+namespace {
+thread_local CommandDurability* tlDurability = nullptr;
+}  // namespace
+
+CommandDurability::CommandDurability(Store& store) : store_(store), outer_(tlDurability) {
+    tlDurability = this;
+}
+
+CommandDurability::~CommandDurability() {
+    tlDurability = outer_;
+    try {
+        flush();
+    } catch (const std::exception& e) {
+        // The command's reply is already an error or was built; the writes are
+        // committed and their entries released. The next sync covers them.
+        log::warning("storage", 9140010, "Journal sync at the end of a command failed",
+                     fmt::format(R"({{"error":{}}})", log::quote(e.what())));
+    }
+}
+
+CommandDurability* CommandDurability::current() {
+    return tlDurability;
+}
+
+void CommandDurability::deferred(std::vector<Timestamp> ts) {
+    const auto now = std::chrono::steady_clock::now();
+    if (pending_++ == 0) firstPending_ = now;
+    entries_.insert(entries_.end(), ts.begin(), ts.end());
+    if (pending_ >= kMaxStatements || now - firstPending_ >= kMaxHold) flush();
+}
+
+void CommandDurability::flush() {
+    if (pending_ == 0) return;
+    pending_ = 0;
+    std::vector<Timestamp> entries = std::move(entries_);
+    entries_.clear();
+    struct Release {
+        Store& store;
+        const std::vector<Timestamp>& ts;
+        ~Release() {
+            if (!ts.empty()) store.oplog().releaseCommitted(ts);
+        }
+    } release{store_, entries};
+    PooledSession s(store_.catalog().sessions());
+    wtCheck(s->get()->log_flush(s->get(), "sync=on"), "log_flush");
+}
 
 namespace {
 bson::Doc idOnly(const bson_t* doc) {

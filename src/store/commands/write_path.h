@@ -1,6 +1,7 @@
 #pragma once
 // Shared plumbing for commands that touch collections: the DDL lock dance
 // for implicit creation, a retrying write transaction, and cursor batches.
+#include <chrono>
 #include <shared_mutex>
 
 #include "store/commands/command.h"
@@ -35,9 +36,44 @@ void noteCreatedInTransaction(Catalog& catalog, const CollectionEntry& c);
 /// Whether the open transaction created `ns` itself.
 bool createdInThisTransaction(const CollectionEntry& c);
 
+/// The writes of one command become durable together: each commits as it runs,
+/// and one journal sync before the reply makes them all durable (mongod too
+/// waits for the journal once per command, not per statement). Their oplog
+/// entries are shown to change streams and oplog readers only after that sync,
+/// so nothing a reader saw can be lost by a crash. A long command syncs every
+/// kMaxStatements writes or kMaxHold, so that it never holds the oplog's
+/// visibility (and the readers waiting on it) for long. A thread runs at most one
+/// command at a time; an inner command (Store::runInternal) has its own scope.
+/// Writes outside any scope (background work) sync as they commit.
+class CommandDurability {
+  public:
+    explicit CommandDurability(Store& store);
+    ~CommandDurability();
+    CommandDurability(const CommandDurability&) = delete;
+    CommandDurability& operator=(const CommandDurability&) = delete;
+    /// Syncs the journal when a write committed since the last call, then
+    /// releases the writes' oplog entries (also when the sync fails, which throws).
+    void flush();
+    /// The innermost scope of this thread's command, or null.
+    static CommandDurability* current();
+    /// A write committed without a sync; `ts` are its oplog entries.
+    void deferred(std::vector<Timestamp> ts);
+
+    static constexpr size_t kMaxStatements = 128;
+    static constexpr std::chrono::milliseconds kMaxHold{5};
+
+  private:
+    Store& store_;
+    CommandDurability* outer_;
+    size_t pending_ = 0;
+    std::chrono::steady_clock::time_point firstPending_;
+    std::vector<Timestamp> entries_;
+};
+
 /// Runs `fn(session, oplogUnit)` in a storage transaction, retrying on
 /// WriteConflict as mongod does for single-document writes; the data change
-/// and its oplog entries commit together, durably, before this returns.
+/// and its oplog entries commit together, and are durable before the command's
+/// reply (CommandDurability; at once when no command is running).
 template <typename Fn>
 auto runWriteTxn(Store& store, Fn&& fn) {
     if (SessionState* txn = currentOperation().txn) {
@@ -56,15 +92,22 @@ auto runWriteTxn(Store& store, Fn&& fn) {
         try {
             Txn txn(*s);
             Oplog::Unit unit(store.oplog(), *s);
+            auto commit = [&] {
+                if (CommandDurability* d = CommandDurability::current()) {
+                    txn.commit(false);
+                    d->deferred(unit.committedLater());
+                } else {
+                    txn.commitThenSync();
+                    unit.committed();
+                }
+            };
             if constexpr (std::is_void_v<decltype(fn(*s, unit))>) {
                 fn(*s, unit);
-                txn.commitThenSync();
-                unit.committed();
+                commit();
                 return;
             } else {
                 auto r = fn(*s, unit);
-                txn.commitThenSync();
-                unit.committed();
+                commit();
                 return r;
             }
         } catch (const DBException& e) {

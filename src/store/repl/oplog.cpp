@@ -128,6 +128,13 @@ void Oplog::resetLastCommittedOnThisThread() {
     tlLastCommitted = Timestamp{};
 }
 
+std::vector<Timestamp> Oplog::Unit::committedLater() {
+    done_ = true;
+    for (auto t : reserved_)
+        if (tlLastCommitted < t) tlLastCommitted = t;
+    return std::move(reserved_);
+}
+
 void Oplog::Unit::committed() {
     done_ = true;
     if (!reserved_.empty()) log_.release(reserved_, true);

@@ -80,6 +80,10 @@ class Oplog {
         Timestamp append(OplogEntry e);
         /// Marks the unit's entries committed (call right after the txn commits).
         void committed();
+        /// Committed, but shown to readers of the oplog only once the caller
+        /// passes the returned timestamps to releaseCommitted (after the journal
+        /// sync that makes them durable: CommandDurability).
+        std::vector<Timestamp> committedLater();
         Timestamp lastTs() const { return last_; }
         bool empty() const { return reserved_.empty(); }
 
@@ -121,6 +125,9 @@ class Oplog {
     /// Deletes the oldest entries while the oplog exceeds its size. Called after
     /// each write commits (cheap when under the cap) and by the periodic reaper.
     void truncateIfNeeded();
+
+    /// The entries of units committed with committedLater() become visible.
+    void releaseCommitted(const std::vector<Timestamp>& ts) { release(ts, true); }
 
   private:
     void release(const std::vector<Timestamp>& ts, bool committed);

@@ -430,9 +430,13 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     // document still open: then only the whole body can be dropped.
     bson_t body = BSON_INITIALIZER;
     const auto started = std::chrono::steady_clock::now();
+    // The command's writes are durable before its reply (and before change
+    // streams see them): one journal sync here, or when an error ends it.
+    CommandDurability durability(*this);
     try {
         gossipClusterTime(args);
         runWithSession(op, *spec, &body);
+        durability.flush();
         bson_concat(reply, &body);
         bson_iter_t okIt;
         if (!bson::find(reply, "ok", &okIt)) BSON_APPEND_DOUBLE(reply, "ok", 1.0);

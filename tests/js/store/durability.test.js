@@ -88,3 +88,56 @@ test('acknowledged writes survive kill -9 with their indexes', async () => {
     await server.stop();
   }
 });
+
+// One command, many statements: each statement commits as it runs, and the command's
+// writes are made durable together before its reply (one journal sync, or one per
+// CommandDurability::kMaxStatements). Batches larger than that bound cross it.
+test('acknowledged multi-statement commands survive kill -9 whole', async () => {
+  const server = await startStore({ keepDbpath: false });
+  const opts = { serverSelectionTimeoutMS: 5000, retryWrites: false };
+  let client = new MongoClient(server.uri(), opts);
+  await client.connect();
+  let coll = client.db('durable').collection('batches');
+  const BATCH = 300;
+  const inserted = new Set();
+  const bumped = new Map(); // _id -> acknowledged increments
+  let acked = 0;
+  let killing = null;
+  const target = 20 + Math.floor(Math.random() * 20);
+  const writer = async (w) => {
+    for (let b = 0; ; b++) {
+      const base = (w * 1000 + b) * BATCH;
+      const docs = Array.from({ length: BATCH }, (_, i) => ({ _id: base + i, n: 0, pad: 'y'.repeat(100) }));
+      try {
+        await coll.insertMany(docs, { ordered: b % 2 === 0 });
+        for (const d of docs) inserted.add(d._id);
+        const ops = docs.map((d) => ({ updateOne: { filter: { _id: d._id }, update: { $inc: { n: 1 } } } }));
+        await coll.bulkWrite(ops, { ordered: false });
+        for (const d of docs) bumped.set(d._id, 1);
+      } catch (e) {
+        if (killing) return;
+        throw e;
+      }
+      acked++;
+      if (acked >= target && !killing) killing = server.kill();
+    }
+  };
+  await Promise.all([0, 1, 2, 3].map(writer));
+  await killing;
+  await client.close(true).catch(() => {});
+
+  await server.restart();
+  client = new MongoClient(server.uri(), opts);
+  await client.connect();
+  coll = client.db('durable').collection('batches');
+  try {
+    assert.ok(inserted.size >= 10 * BATCH, `expected many acknowledged batches, got ${inserted.size} documents`);
+    const docs = await coll.find({ _id: { $in: [...inserted] } }, { projection: { n: 1 } }).toArray();
+    assert.equal(docs.length, inserted.size, 'every document of every acknowledged insertMany is present');
+    const missingIncs = docs.filter((d) => (bumped.get(d._id) || 0) > d.n).map((d) => d._id);
+    assert.deepEqual(missingIncs.slice(0, 5), [], 'every acknowledged bulk update is present');
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});
