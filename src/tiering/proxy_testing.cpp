@@ -124,9 +124,12 @@ void ClientConnection::failCommandAfter(std::string_view name, const std::string
         bson_iter_init_find(&it, &wc, "code"))
         wcCode = static_cast<int>(bson_iter_as_int64(&it));
     if (!bson_has_field(reply.get(), "errorLabels")) {
-        Status st = replyStatus(reply.get());
+        // The command's own failure, if any: the write concern error is wcCode
+        // (a statement that succeeded inside a transaction is no transient error).
         std::optional<int> code;
-        if (!st.isOK()) code = static_cast<int>(st.code());
+        if (bson_iter_init_find(&it, reply.get(), "ok") && !bson::isTruthy(*bson_iter_value(&it)) &&
+            bson_iter_init_find(&it, reply.get(), "code"))
+            code = static_cast<int>(bson_iter_as_int64(&it));
         store::appendErrorLabels(reply.mut(), labelContext(name, cmd, false), code, wcCode,
                                  wce->errorLabels);
     }
