@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "common/clock.h"
 #include "common/log.h"
 #include "net/tls.h"
 #include "tiering/merged_read.h"
+#include "tiering/op_deadline.h"
 #include "tiering/workers.h"
 
 namespace halo::tiering {
@@ -394,6 +397,34 @@ asio::awaitable<bson::Doc> ClientConnection::legacyCommand(const Frame& frame) {
     co_return co_await runCommand(wire::OpMsg{}, body.get(), db);
 }
 
+namespace {
+
+/// When a command with a maxTimeMS must be over (with a margin for a tier's own
+/// MaxTimeMSExpired reply to arrive first); null without one.
+std::shared_ptr<const SteadyTime> operationDeadline(const bson_t* cmd) {
+    // Most commands have none: looking for the key's bytes (with its NUL) is far
+    // cheaper than walking the elements.
+    static constexpr char kKey[] = "maxTimeMS";
+    const auto* data = reinterpret_cast<const char*>(bson_get_data(cmd));
+    const char* end = data + cmd->len;
+    const char* p = data;
+    bool seen = false;
+    while (!seen && (p = static_cast<const char*>(std::memchr(p, 'x', end - p)))) {
+        seen = p - data >= 2 && end - p >= 8 && std::memcmp(p - 2, kKey, sizeof kKey) == 0;
+        ++p;
+    }
+    if (!seen) return nullptr;
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, cmd, "maxTimeMS") || !BSON_ITER_HOLDS_NUMBER(&it)) return nullptr;
+    const int64_t ms = bson_iter_as_int64(&it);
+    if (ms <= 0) return nullptr;
+    constexpr std::chrono::milliseconds kReplyMargin{500};
+    return std::make_shared<const SteadyTime>(std::chrono::steady_clock::now() +
+                                              std::chrono::milliseconds(ms) + kReplyMargin);
+}
+
+}  // namespace
+
 asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, const bson_t* cmd,
                                                         const std::string& db) {
     bson::Doc reply;
@@ -417,8 +448,20 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
             // (Not inside a condition: GCC 12 miscompiles co_await in short-circuits.)
             if (testing && p_.failCommand().maybeOn())
                 failed = co_await failCommandBefore(name, db, cmd);
+            std::shared_ptr<const SteadyTime> deadline;
+            if (!failed) deadline = operationDeadline(cmd);
             if (failed) {
                 reply = std::move(*failed);
+            } else if (deadline) {
+                // Every tier round trip of the command sees its maxTimeMS.
+                auto ex = co_await asio::this_coro::executor;
+                if (const auto* inner = ex.target<asio::io_context::executor_type>())
+                    reply =
+                        co_await asio::co_spawn(DeadlineExecutor(*inner, std::move(deadline)),
+                                                dispatch(msg, cmd, db, txn), asio::use_awaitable);
+                else
+                    reply = co_await dispatch(msg, cmd, db, txn);
+                if (testing && p_.failCommand().maybeOn()) failCommandAfter(name, db, cmd, reply);
             } else {
                 reply = co_await dispatch(msg, cmd, db, txn);
                 if (testing && p_.failCommand().maybeOn()) failCommandAfter(name, db, cmd, reply);

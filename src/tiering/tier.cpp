@@ -14,13 +14,51 @@
 #include "auth/scram.h"
 #include "common/log.h"
 #include "net/frame_reader.h"
+#include "tiering/op_deadline.h"
 #include "wire/message.h"
 
 namespace halo::tiering {
 
 struct Tier::Conn {
-    explicit Conn(const asio::any_io_executor& ex) : sock(ex), context(&ex.context()) {}
+    explicit Conn(const asio::any_io_executor& ex) : sock(ex), timer(ex), context(&ex.context()) {}
+    ~Conn() { watch->armed = false; }
+    Conn(const Conn&) = delete;
+    Conn& operator=(const Conn&) = delete;
+
+    /// Closes the socket if `limit` passes before disarm(): whatever waits on it
+    /// then fails, and the connection is never reused. (Each io_context runs on
+    /// one thread, so the timer's handler never races the coroutine using it.)
+    void arm(std::chrono::milliseconds limit) {
+        watch->armed = limit.count() > 0;
+        watch->fired = false;
+        if (!watch->armed) return;
+        const uint64_t gen = ++watch->gen;
+        timer.expires_after(limit);
+        timer.async_wait([w = watch, gen, s = &sock](const asio::error_code& ec) {
+            if (ec || !w->armed || w->gen != gen) return;
+            w->fired = true;
+            asio::error_code ignored;
+            s->close(ignored);
+        });
+    }
+    /// Whether the limit passed (the socket is closed then).
+    bool disarm() {
+        const bool fired = watch->fired;
+        if (watch->armed) {
+            watch->armed = false;
+            timer.cancel();
+        }
+        return fired;
+    }
+
+    struct Watch {
+        bool armed = false;
+        bool fired = false;
+        uint64_t gen = 0;
+    };
     asio::ip::tcp::socket sock;
+    asio::steady_timer timer;
+    std::shared_ptr<Watch> watch = std::make_shared<Watch>();
     // The execution context the socket belongs to: its pool (Tier::idle_).
     asio::execution_context* context;
     // TLS over `sock` when the tier's URI asks for it (declared after `sock`,
@@ -161,6 +199,15 @@ Status Tier::init() {
                 ErrorCode::FailedToParse,
                 fmt::format("tiers.{}.uri: no hosts (SRV records are not supported)", name_));
     }
+    if (st.isOK()) {
+        // The standard options: connectTimeoutMS (drivers' 10 s) bounds opening a
+        // connection (TCP, TLS, hello, authentication); socketTimeoutMS (none by
+        // default) bounds every round trip.
+        connectTimeout_ = std::chrono::milliseconds(
+            mongoc_uri_get_option_as_int32(u, MONGOC_URI_CONNECTTIMEOUTMS, 10'000));
+        socketTimeout_ = std::chrono::milliseconds(
+            mongoc_uri_get_option_as_int32(u, MONGOC_URI_SOCKETTIMEOUTMS, 0));
+    }
     if (st.isOK() && mongoc_uri_get_tls(u)) {
         auto ctx = clientTlsContext(u, fmt::format("tiers.{}.uri", name_), &tlsCheckHostname_);
         if (ctx.isOK())
@@ -218,13 +265,32 @@ std::pair<std::string, uint16_t> splitHost(const std::string& hp) {
 
 }  // namespace
 
-asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std::string& host,
-                                                                       uint16_t port) {
+asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(
+    const std::string& host, uint16_t port, std::chrono::milliseconds limit) {
     // On the caller's executor: a client connection's tier round trips stay on
     // its own thread (an io_context per proxy thread).
     auto ex = co_await asio::this_coro::executor;
     auto c = std::make_unique<Conn>(ex);
     ++created_;
+    // Armed until the caller has its hello and authentication answered.
+    c->arm(limit);
+    auto r = co_await open(*c, host, port);
+    if (!r.isOK() && c->watch->fired) co_return noAnswer(host, port, limit);
+    if (!r.isOK()) co_return r;
+    co_return std::move(c);
+}
+
+Status Tier::noAnswer(const std::string& host, uint16_t port,
+                      std::chrono::milliseconds limit) const {
+    return Status(ErrorCode::HostUnreachable,
+                  fmt::format("{} tier: {}:{} did not complete a new connection within {} ms "
+                              "(connectTimeoutMS, or the operation's maxTimeMS)",
+                              name_, host, port, limit.count()));
+}
+
+asio::awaitable<Status> Tier::open(Conn& conn, const std::string& host, uint16_t port) {
+    auto ex = co_await asio::this_coro::executor;
+    Conn* c = &conn;
     asio::error_code ec;
     asio::ip::tcp::resolver resolver(ex);
     auto eps = co_await resolver.async_resolve(host, std::to_string(port),
@@ -271,15 +337,15 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::connect(const std
                                          host, port, why));
         }
     }
-    co_return std::move(c);
+    co_return Status::OK();
 }
 
-asio::awaitable<Status> Tier::discoverPrimary() {
+asio::awaitable<Status> Tier::discoverPrimary(std::chrono::milliseconds limit) {
     std::vector<std::pair<std::string, uint16_t>> candidates = seeds_;
     Status last(ErrorCode::HostUnreachable, name_ + " tier: no reachable primary");
     for (size_t i = 0; i < candidates.size() && i < 16; ++i) {
         auto [host, port] = candidates[i];
-        auto c = co_await connect(host, port);
+        auto c = co_await connect(host, port, limit);
         if (!c.isOK()) {
             last = c.getStatus();
             continue;
@@ -293,7 +359,7 @@ asio::awaitable<Status> Tier::discoverPrimary() {
         Frame req = wire::buildOpMsg(0, 0, hello.get());
         auto r = co_await exchange(*c.getValue(), req);
         if (!r.isOK()) {
-            last = r.getStatus();
+            last = c.getValue()->watch->fired ? noAnswer(host, port, limit) : r.getStatus();
             continue;
         }
         auto body = replyBody(r.getValue());
@@ -330,6 +396,7 @@ asio::awaitable<Status> Tier::discoverPrimary() {
                 reachable_ = false;
                 co_return authed;
             }
+            if (c.getValue()->disarm()) authed = noAnswer(host, port, limit);
             if (!authed.isOK()) {
                 last = authed;  // the connection broke: try the next candidate
                 continue;
@@ -370,7 +437,8 @@ std::unique_ptr<Tier::Conn> Tier::takeIdle(asio::execution_context* context) {
     return c;
 }
 
-asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
+asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire(
+    std::chrono::milliseconds limit) {
     asio::execution_context* context = &(co_await asio::this_coro::executor).context();
     if (auto c = takeIdle(context)) co_return std::move(c);
     std::optional<std::pair<std::string, uint16_t>> p;
@@ -379,13 +447,13 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
         p = primary_;
     }
     if (!p) {
-        Status s = co_await discoverPrimary();
+        Status s = co_await discoverPrimary(limit);
         if (!s.isOK()) co_return s;
         if (auto c = takeIdle(context)) co_return std::move(c);
         std::lock_guard lk(mu_);
         p = primary_;
     }
-    auto c = co_await connect(p->first, p->second);
+    auto c = co_await connect(p->first, p->second, limit);
     if (!c.isOK()) {
         std::lock_guard lk(mu_);
         primary_.reset();
@@ -393,6 +461,7 @@ asio::awaitable<StatusWith<std::unique_ptr<Tier::Conn>>> Tier::acquire() {
         co_return c;
     }
     Status authed = co_await authenticate(*c.getValue(), nullptr);
+    if (c.getValue()->disarm()) authed = noAnswer(p->first, p->second, limit);
     if (!authed.isOK()) {
         // Rediscover (hello, mechanisms, authentication) on the next attempt.
         std::lock_guard lk(mu_);
@@ -604,11 +673,51 @@ Tier::PoolStats Tier::poolStats() const {
 }
 
 asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
-    auto c = co_await acquire();
-    if (!c.isOK()) co_return c.getStatus();
+    // How long to wait for the tier: what is left of the client operation's
+    // maxTimeMS (op_deadline.h), else socketTimeoutMS, else no limit. A tier that
+    // accepts connections but never answers (a network partition) then fails the
+    // operation within its time instead of hanging it.
+    std::chrono::milliseconds limit = socketTimeout_;
+    bool byMaxTime = false;
+    auto bound = [&](std::chrono::milliseconds m) {
+        if (limit.count() == 0 || m < limit) {
+            limit = m;
+            byMaxTime = true;
+        }
+    };
+    // The client operation this round trip is part of (op_deadline.h).
+    if (const SteadyTime* d = currentOpDeadline()) {
+        auto left =
+            std::chrono::ceil<std::chrono::milliseconds>(*d - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
+            co_return Status(ErrorCode::MaxTimeMSExpired,
+                             fmt::format("{} tier: the operation's maxTimeMS expired", name_));
+        bound(left);
+    }
+    std::chrono::milliseconds connectLimit = connectTimeout_;
+    if (limit.count() > 0 && (connectLimit.count() <= 0 || limit < connectLimit))
+        connectLimit = limit;
+    std::chrono::steady_clock::time_point started;
+    if (byMaxTime) started = std::chrono::steady_clock::now();
+    auto c = co_await acquire(connectLimit);
+    if (!c.isOK()) {
+        // A new connection that ran out of the operation's time, not of connectTimeoutMS.
+        if (byMaxTime && connectLimit == limit &&
+            std::chrono::steady_clock::now() - started >= limit)
+            co_return Status(
+                ErrorCode::MaxTimeMSExpired,
+                fmt::format("{} (the operation's maxTimeMS expired)", c.getStatus().reason()));
+        co_return c.getStatus();
+    }
     ++inUse_;
     roundTrips_.fetch_add(1, std::memory_order_relaxed);
+    c.getValue()->arm(limit);
     auto r = co_await exchange(*c.getValue(), request);
+    if (c.getValue()->disarm() && !r.isOK())
+        r = Status(byMaxTime ? ErrorCode::MaxTimeMSExpired : ErrorCode::NetworkTimeout,
+                   fmt::format("{} tier: no reply within {} ms ({}); the connection was closed",
+                               name_, limit.count(),
+                               byMaxTime ? "the operation's maxTimeMS" : "socketTimeoutMS"));
     --inUse_;
     if (r.isOK()) {
         release(std::move(c.getValue()));

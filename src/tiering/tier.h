@@ -98,12 +98,20 @@ class Tier {
 
   private:
     struct Conn;
-    asio::awaitable<StatusWith<std::unique_ptr<Conn>>> acquire();
+    /// A connection to the primary: an idle one, else a new one (discovering the
+    /// primary first if needed) that answered its hello and authentication
+    /// within `limit` (0: none).
+    asio::awaitable<StatusWith<std::unique_ptr<Conn>>> acquire(std::chrono::milliseconds limit);
     std::unique_ptr<Conn> takeIdle(asio::execution_context* context);
     void release(std::unique_ptr<Conn> c);
+    /// A new connection, its limit armed (the caller disarms it once the
+    /// connection has answered its hello and authentication).
     asio::awaitable<StatusWith<std::unique_ptr<Conn>>> connect(const std::string& host,
-                                                               uint16_t port);
-    asio::awaitable<Status> discoverPrimary();
+                                                               uint16_t port,
+                                                               std::chrono::milliseconds limit);
+    asio::awaitable<Status> open(Conn& c, const std::string& host, uint16_t port);
+    Status noAnswer(const std::string& host, uint16_t port, std::chrono::milliseconds limit) const;
+    asio::awaitable<Status> discoverPrimary(std::chrono::milliseconds limit);
     /// Authenticates a freshly connected connection with the URI's credentials
     /// (no-op without them). `hello` is the reply of a hello sent on it with
     /// saslSupportedMechs, or null (then the mechanism found at discovery is used).
@@ -122,6 +130,8 @@ class Tier {
     std::string authSource_;
     std::string mechanism_;   // as configured: "", "SCRAM-SHA-1" or "SCRAM-SHA-256"
     std::string negotiated_;  // from saslSupportedMechs at discovery (under mu_)
+    std::chrono::milliseconds connectTimeout_{10'000};  // the URI's connectTimeoutMS
+    std::chrono::milliseconds socketTimeout_{0};        // the URI's socketTimeoutMS (0: none)
 
     mutable std::mutex mu_;
     std::optional<std::pair<std::string, uint16_t>> primary_;

@@ -51,7 +51,7 @@ function frameSplitter(onFrame, onGarbage) {
 
 /**
  * Starts a relay to 127.0.0.1:targetPort. Resolves {port, frames, dropReplyOnce(name),
- * holdReplyOnce(name), dropped, close()}.
+ * holdReplyOnce(name), blackhole(), reset(), heal(), mode, dropped, close()}.
  * dropReplyOnce(name): the next reply to a `name` command is not forwarded; the relay closes
  * that connection instead (the server ran the command, the client sees the connection fail).
  * Resolves when that has happened.
@@ -60,8 +60,21 @@ function startRelay(targetPort) {
   const frames = [];
   const sockets = new Set();
   const armed = []; // {name, resolve}
-  const relay = { frames, dropped: [] };
+  const relay = { frames, dropped: [], mode: 'pass' };
+  const swallowed = new Set(); // client sockets accepted while blackholed: never forwarded
   const server = net.createServer((client) => {
+    if (relay.mode === 'reset') {
+      client.destroy();
+      return;
+    }
+    if (relay.mode === 'blackhole') {
+      // Accepted, read and never answered: what a partition looks like from this side.
+      swallowed.add(client);
+      client.on('data', () => {});
+      client.on('error', () => {});
+      client.on('close', () => swallowed.delete(client));
+      return;
+    }
     const upstream = net.connect({ port: targetPort, host: '127.0.0.1' });
     sockets.add(client);
     sockets.add(upstream);
@@ -84,6 +97,7 @@ function startRelay(targetPort) {
       'data',
       frameSplitter(
         (f) => {
+          if (relay.mode === 'blackhole') return; // the request is lost on the way
           record('c2s', f);
           const name = commandName(f);
           if (name) requests.set(f.readInt32LE(4), { name, frame: f });
@@ -96,6 +110,7 @@ function startRelay(targetPort) {
       'data',
       frameSplitter(
         (f) => {
+          if (relay.mode === 'blackhole') return; // the reply is lost on the way
           record('s2c', f);
           const req = requests.get(f.readInt32LE(8));
           requests.delete(f.readInt32LE(8));
@@ -151,9 +166,27 @@ function startRelay(targetPort) {
       },
     };
   };
+  /**
+   * Network faults, until heal(): blackhole() forwards nothing in either direction, on the
+   * connections open now and on new ones (accepted, never answered); reset() closes every
+   * connection and closes new ones at once (a peer that refuses). heal() closes what was
+   * blackholed (those streams lost bytes mid-frame) and forwards again.
+   */
+  relay.blackhole = () => {
+    relay.mode = 'blackhole';
+  };
+  relay.reset = () => {
+    relay.mode = 'reset';
+    for (const s of sockets) s.destroy();
+  };
+  relay.heal = () => {
+    const was = relay.mode;
+    relay.mode = 'pass';
+    if (was === 'blackhole') for (const s of [...sockets, ...swallowed]) s.destroy();
+  };
   relay.close = () =>
     new Promise((r) => {
-      for (const s of sockets) s.destroy();
+      for (const s of [...sockets, ...swallowed]) s.destroy();
       server.close(() => r());
     });
   return new Promise((resolve, reject) => {
