@@ -950,6 +950,14 @@ asio::awaitable<bson::Doc> ClientConnection::bothTiers(const wire::OpMsg& msg, c
         Status w = co_await p_.awaitApplied(0, what, p_.config().causalWaitTimeout,
                                             [this] { return slot_.killed(); });
         if (!w.isOK()) co_return errorDoc(w);
+    } else if (p) {
+        // The archive gets a tiered collection from the feeder's first write to it
+        // (when no create came through the proxy): a collMod or an index command
+        // must not reach the archive before the writes acknowledged so far, or it
+        // finds no collection there (26) although the client wrote to it.
+        Status w = co_await p_.awaitApplied(0, p->ns, p_.config().causalWaitTimeout,
+                                            [this] { return slot_.killed(); });
+        if (!w.isOK()) co_return errorDoc(w);
     }
     // The archive first: it is the system of record; then the fast tier.
     bson::Doc ab = forwardBody(cmd, true);
