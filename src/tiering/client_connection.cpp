@@ -448,22 +448,23 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
             // (Not inside a condition: GCC 12 miscompiles co_await in short-circuits.)
             if (testing && p_.failCommand().maybeOn())
                 failed = co_await failCommandBefore(name, db, cmd);
-            std::shared_ptr<const SteadyTime> deadline;
-            if (!failed) deadline = operationDeadline(cmd);
             if (failed) {
                 reply = std::move(*failed);
-            } else if (deadline) {
-                // Every tier round trip of the command sees its maxTimeMS.
-                auto ex = co_await asio::this_coro::executor;
-                if (const auto* inner = ex.target<asio::io_context::executor_type>())
+            } else {
+                // With a maxTimeMS, every tier round trip of the command sees it.
+                std::shared_ptr<const SteadyTime> deadline = operationDeadline(cmd);
+                asio::any_io_executor ex;
+                const asio::io_context::executor_type* inner = nullptr;
+                if (deadline) {
+                    ex = co_await asio::this_coro::executor;
+                    inner = ex.target<asio::io_context::executor_type>();
+                }
+                if (inner)
                     reply =
                         co_await asio::co_spawn(DeadlineExecutor(*inner, std::move(deadline)),
                                                 dispatch(msg, cmd, db, txn), asio::use_awaitable);
                 else
                     reply = co_await dispatch(msg, cmd, db, txn);
-                if (testing && p_.failCommand().maybeOn()) failCommandAfter(name, db, cmd, reply);
-            } else {
-                reply = co_await dispatch(msg, cmd, db, txn);
                 if (testing && p_.failCommand().maybeOn()) failCommandAfter(name, db, cmd, reply);
             }
         }
