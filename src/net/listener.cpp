@@ -185,6 +185,15 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
         if (stopped_) co_return;
         sockets_[id] = &socket;
     }
+    // Out of the map before the socket goes, however this coroutine ends.
+    struct Registered {
+        Listener& l;
+        uint64_t id;
+        ~Registered() {
+            std::lock_guard lk(l.mu_);
+            l.sockets_.erase(id);
+        }
+    } registered{*this, id};
     log::info("network", 22943, "Connection accepted",
               fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
     std::unique_ptr<FrameHandler> handler;
@@ -224,10 +233,6 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
         }
     }
     handler.reset();
-    {
-        std::lock_guard lk(mu_);
-        sockets_.erase(id);
-    }
     socket.close(ec);
     log::info("network", 22944, "Connection ended",
               fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
@@ -260,7 +265,17 @@ asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler,
         Frame frame;
         ec = co_await reader.take(stream, static_cast<size_t>(len), &frame);
         if (ec) break;
-        HandlerResult r = co_await handler.onFrame(std::move(frame));
+        HandlerResult r;
+        try {
+            r = co_await handler.onFrame(std::move(frame));
+        } catch (const std::exception& e) {
+            // A handler answers every error itself; one that escapes leaves the
+            // connection's state unknown, so it ends here, said out loud.
+            log::error(
+                "network", 9140020, "Unhandled error while serving a message; closing connection",
+                fmt::format(R"({{"connectionId":{},"error":{}}})", id, log::quote(e.what())));
+            break;
+        }
         if (r.reply) {
             co_await asio::async_write(stream, asio::buffer(*r.reply),
                                        asio::redirect_error(asio::use_awaitable, ec));

@@ -42,7 +42,13 @@ bson::Doc runOnView(OperationContext& op, const bson::Doc& cmd) {
 
 /// A write naming `ns`: refused when it is a view (CommandNotSupportedOnView).
 void refuseWriteToView(OperationContext& op, const std::string& ns) {
-    if (!op.store.catalog().lookup(ns)) refuseView(op.store, ns);
+    bool isCollection;
+    {
+        // Another writer may be creating `ns` implicitly right now.
+        CollectionLock lk(op.store.catalog());
+        isCollection = op.store.catalog().lookup(ns) != nullptr;
+    }
+    if (!isCollection) refuseView(op.store, ns);
 }
 
 bson::Doc subDocOrEmpty(const bson::Fields& cmd, std::string_view field, std::string_view cmdName) {

@@ -10,13 +10,55 @@ const { startStore } = require('../lib/server');
 
 const WRITERS = 8;
 
+// A failed test says whether the store died on its own (a crash or a sanitizer
+// report: a write that fails before the kill usually means that), with its output.
+async function withDiagnosis(server, e) {
+  const p = server.proc;
+  if (!p) return e;
+  // The socket closes before the exit is reported: give the exit a moment to arrive.
+  let timer;
+  await Promise.race([p.exited, new Promise((r) => (timer = setTimeout(r, 3000)))]);
+  clearTimeout(timer);
+  if (p.crashed || p.sanitizerReports.length) {
+    e.message += `\nthe store died on its own (exit ${JSON.stringify(p.exitInfo)})\n${p.tail(80)}`;
+  }
+  return e;
+}
+
+// Runs the test body; whatever happens, the client is closed and the store stopped
+// (a failure must end the test, not leave the file waiting on an open socket).
+async function withStore(body) {
+  const server = await startStore({ keepDbpath: false });
+  const clients = [];
+  const connect = async () => {
+    const c = new MongoClient(server.uri(), { serverSelectionTimeoutMS: 5000, retryWrites: false });
+    clients.push(c);
+    await c.connect();
+    return c;
+  };
+  let failure = null;
+  try {
+    await body(server, connect);
+  } catch (e) {
+    failure = await withDiagnosis(server, e);
+  }
+  for (const c of clients) await c.close(true).catch(() => {});
+  try {
+    await server.cleanup();
+  } catch (e) {
+    if (!failure) failure = e;
+  }
+  if (failure) throw failure;
+}
+
 async function runUntilKilled(server, coll, ackedTarget) {
   // deleteSent: deletes issued, acknowledged or not (one in flight at the kill may have applied).
   const acked = { inserted: new Set(), deleted: new Set(), deleteSent: new Set(), incs: new Map() };
   let total = 0;
   let killing = null;
+  let failed = false;
   const writer = async (w) => {
-    for (let i = 0; ; i++) {
+    for (let i = 0; !failed; i++) {
       const id = w * 1_000_000 + i;
       try {
         await coll.insertOne({ _id: id, k: id, g: id % 10, pad: 'x'.repeat(200) });
@@ -33,7 +75,8 @@ async function runUntilKilled(server, coll, ackedTarget) {
           acked.deleted.add(target);
         }
       } catch (e) {
-        if (killing) return; // the server is gone: in-flight writes have no outcome
+        if (killing || failed) return; // the server is gone: in-flight writes have no outcome
+        failed = true;
         throw e;
       }
       total++;
@@ -45,23 +88,16 @@ async function runUntilKilled(server, coll, ackedTarget) {
   return acked;
 }
 
-test('acknowledged writes survive kill -9 with their indexes', async () => {
-  const server = await startStore({ keepDbpath: false });
-  const opts = { serverSelectionTimeoutMS: 5000, retryWrites: false };
-  let client = new MongoClient(server.uri(), opts);
-  await client.connect();
-  let coll = client.db('durable').collection('orders');
-  await coll.createIndex({ k: 1 }, { unique: true });
-  await coll.createIndex({ g: 1, k: -1 });
-  const target = 300 + Math.floor(Math.random() * 300);
-  const acked = await runUntilKilled(server, coll, target);
-  await client.close(true).catch(() => {});
+test('acknowledged writes survive kill -9 with their indexes', () =>
+  withStore(async (server, connect) => {
+    let coll = (await connect()).db('durable').collection('orders');
+    await coll.createIndex({ k: 1 }, { unique: true });
+    await coll.createIndex({ g: 1, k: -1 });
+    const target = 300 + Math.floor(Math.random() * 300);
+    const acked = await runUntilKilled(server, coll, target);
 
-  await server.restart();
-  client = new MongoClient(server.uri(), opts);
-  await client.connect();
-  coll = client.db('durable').collection('orders');
-  try {
+    await server.restart();
+    coll = (await connect()).db('durable').collection('orders');
     const live = [...acked.inserted].filter((id) => !acked.deleteSent.has(id));
     assert.ok(live.length >= 100, `expected many acknowledged inserts, got ${live.length}`);
     const docs = await coll.find({ _id: { $in: live } }).toArray();
@@ -83,61 +119,48 @@ test('acknowledged writes survive kill -9 with their indexes', async () => {
     assert.deepEqual(indexes, ['_id_', 'g_1_k_-1', 'k_1']);
     // The store still enforces uniqueness after recovery.
     await assert.rejects(coll.insertOne({ _id: 'dup', k: live[0] }), (e) => e.code === 11000);
-  } finally {
-    await client.close();
-    await server.stop();
-  }
-});
+  }));
 
 // One command, many statements: each statement commits as it runs, and the command's
 // writes are made durable together before its reply (one journal sync, or one per
 // CommandDurability::kMaxStatements). Batches larger than that bound cross it.
-test('acknowledged multi-statement commands survive kill -9 whole', async () => {
-  const server = await startStore({ keepDbpath: false });
-  const opts = { serverSelectionTimeoutMS: 5000, retryWrites: false };
-  let client = new MongoClient(server.uri(), opts);
-  await client.connect();
-  let coll = client.db('durable').collection('batches');
-  const BATCH = 300;
-  const inserted = new Set();
-  const bumped = new Map(); // _id -> acknowledged increments
-  let acked = 0;
-  let killing = null;
-  const target = 20 + Math.floor(Math.random() * 20);
-  const writer = async (w) => {
-    for (let b = 0; ; b++) {
-      const base = (w * 1000 + b) * BATCH;
-      const docs = Array.from({ length: BATCH }, (_, i) => ({ _id: base + i, n: 0, pad: 'y'.repeat(100) }));
-      try {
-        await coll.insertMany(docs, { ordered: b % 2 === 0 });
-        for (const d of docs) inserted.add(d._id);
-        const ops = docs.map((d) => ({ updateOne: { filter: { _id: d._id }, update: { $inc: { n: 1 } } } }));
-        await coll.bulkWrite(ops, { ordered: false });
-        for (const d of docs) bumped.set(d._id, 1);
-      } catch (e) {
-        if (killing) return;
-        throw e;
+test('acknowledged multi-statement commands survive kill -9 whole', () =>
+  withStore(async (server, connect) => {
+    let coll = (await connect()).db('durable').collection('batches');
+    const BATCH = 300;
+    const inserted = new Set();
+    const bumped = new Map(); // _id -> acknowledged increments
+    let acked = 0;
+    let killing = null;
+    let failed = false;
+    const target = 20 + Math.floor(Math.random() * 20);
+    const writer = async (w) => {
+      for (let b = 0; !failed; b++) {
+        const base = (w * 1000 + b) * BATCH;
+        const docs = Array.from({ length: BATCH }, (_, i) => ({ _id: base + i, n: 0, pad: 'y'.repeat(100) }));
+        try {
+          await coll.insertMany(docs, { ordered: b % 2 === 0 });
+          for (const d of docs) inserted.add(d._id);
+          const ops = docs.map((d) => ({ updateOne: { filter: { _id: d._id }, update: { $inc: { n: 1 } } } }));
+          await coll.bulkWrite(ops, { ordered: false });
+          for (const d of docs) bumped.set(d._id, 1);
+        } catch (e) {
+          if (killing || failed) return; // the server is gone: in-flight writes have no outcome
+          failed = true;
+          throw e;
+        }
+        acked++;
+        if (acked >= target && !killing) killing = server.kill();
       }
-      acked++;
-      if (acked >= target && !killing) killing = server.kill();
-    }
-  };
-  await Promise.all([0, 1, 2, 3].map(writer));
-  await killing;
-  await client.close(true).catch(() => {});
+    };
+    await Promise.all([0, 1, 2, 3].map(writer));
+    await killing;
 
-  await server.restart();
-  client = new MongoClient(server.uri(), opts);
-  await client.connect();
-  coll = client.db('durable').collection('batches');
-  try {
+    await server.restart();
+    coll = (await connect()).db('durable').collection('batches');
     assert.ok(inserted.size >= 10 * BATCH, `expected many acknowledged batches, got ${inserted.size} documents`);
     const docs = await coll.find({ _id: { $in: [...inserted] } }, { projection: { n: 1 } }).toArray();
     assert.equal(docs.length, inserted.size, 'every document of every acknowledged insertMany is present');
     const missingIncs = docs.filter((d) => (bumped.get(d._id) || 0) > d.n).map((d) => d._id);
     assert.deepEqual(missingIncs.slice(0, 5), [], 'every acknowledged bulk update is present');
-  } finally {
-    await client.close();
-    await server.stop();
-  }
-});
+  }));
