@@ -185,15 +185,6 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
         if (stopped_) co_return;
         sockets_[id] = &socket;
     }
-    // Out of the map before the socket goes, however this coroutine ends.
-    struct Registered {
-        Listener& l;
-        uint64_t id;
-        ~Registered() {
-            std::lock_guard lk(l.mu_);
-            l.sockets_.erase(id);
-        }
-    } registered{*this, id};
     log::info("network", 22943, "Connection accepted",
               fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));
     std::unique_ptr<FrameHandler> handler;
@@ -233,6 +224,12 @@ asio::awaitable<void> Listener::serve(asio::ip::tcp::socket socket, uint64_t id)
         }
     }
     handler.reset();
+    {
+        // (Not in a destructor: a coroutine still suspended when its io_context is
+        // destroyed outlives this listener.)
+        std::lock_guard lk(mu_);
+        sockets_.erase(id);
+    }
     socket.close(ec);
     log::info("network", 22944, "Connection ended",
               fmt::format(R"({{"remote":{},"connectionId":{}}})", log::quote(info.remote), id));

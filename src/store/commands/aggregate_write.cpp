@@ -323,7 +323,7 @@ void runOut(OperationContext& op, const WriteStageSpec& w,
     {
         bson::Doc create;
         BSON_APPEND_UTF8(create.mut(), "create", tmp.c_str());
-        if (auto target = op.store.catalog().lookup(w.ns())) {
+        if (auto target = lookupCollection(op.store, w.ns())) {
             shape = shapeOf(*target);
             bson_concat(create.mut(), target->options.get());
         }
@@ -370,7 +370,7 @@ void runOut(OperationContext& op, const WriteStageSpec& w,
             more = readBatch(batch);
             if (!batch.empty()) insertBatch(op.store, tmpNs, batch);
         }
-        auto target = op.store.catalog().lookup(w.ns());
+        auto target = lookupCollection(op.store, w.ns());
         bool changed = target
                            ? !shape || bson::compareDocs(shapeOf(*target).get(), shape->get()) != 0
                            : shape.has_value();
@@ -542,7 +542,7 @@ void checkWriteStage(OperationContext& op, const WriteStageSpec& w) {
     if (currentOperation().txn)
         uasserted(ErrorCode::OperationNotSupportedInTransaction,
                   fmt::format("{} cannot be used in a transaction", w.stageName()));
-    auto target = op.store.catalog().lookup(w.ns());
+    auto target = lookupCollection(op.store, w.ns());
     if (w.kind == WriteStageSpec::Kind::Out) {
         bson_iter_t capped;
         if (target && bson::find(target->options.get(), "capped", &capped) &&

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "store/authz/builtin_roles.h"
+#include "store/commands/write_path.h"
 #include "store/server/store.h"
 #include "store/storage/catalog.h"
 
@@ -99,7 +100,7 @@ void insertAuthzDocument(Store& store, const char* collection, const bson_t* doc
 
 bool anyUserOrRoleExists(Store& store) {
     for (const char* ns : {"admin.system.users", "admin.system.roles"}) {
-        auto c = store.catalog().lookup(ns);
+        auto c = lookupCollection(store, ns);
         if (c && c->numRecords.load() > 0) return true;
     }
     return false;

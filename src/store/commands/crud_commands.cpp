@@ -40,17 +40,6 @@ bson::Doc runOnView(OperationContext& op, const bson::Doc& cmd) {
     return runCommandInternally(op, op.db, cmd.get());
 }
 
-/// A write naming `ns`: refused when it is a view (CommandNotSupportedOnView).
-void refuseWriteToView(OperationContext& op, const std::string& ns) {
-    bool isCollection;
-    {
-        // Another writer may be creating `ns` implicitly right now.
-        CollectionLock lk(op.store.catalog());
-        isCollection = op.store.catalog().lookup(ns) != nullptr;
-    }
-    if (!isCollection) refuseView(op.store, ns);
-}
-
 bson::Doc subDocOrEmpty(const bson::Fields& cmd, std::string_view field, std::string_view cmdName) {
     bson_t sub;
     if (cmdarg::getDoc(cmd, field, &sub, cmdName)) return bson::Doc::copyOf(&sub);
@@ -147,7 +136,7 @@ void runFind(OperationContext& op, bson_t* reply) {
                              "collation",    "allowDiskUse",
                              "let",          "readOnce",
                              "term"});
-    if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+    if (findView(op.store, ns)) {
         bson::Doc r = runOnView(op, findAsAggregate(op, std::string(splitNs(ns).second)));
         bson_t cursor;
         if (bson::subDocument(r.get(), "cursor", &cursor))
@@ -539,8 +528,10 @@ void insertOne(Store& store, const std::string& ns, const bson_t* doc, int32_t s
 }  // namespace
 
 void insertBatch(Store& store, const std::string& ns, const std::vector<bson::Doc>& docs) {
+    CollectionLock lk(store.catalog());  // the collection stays while its table is written
     auto coll = store.catalog().lookup(ns);
-    HALO_INVARIANT(coll != nullptr);
+    if (!coll)
+        uasserted(ErrorCode::NamespaceNotFound, fmt::format("collection {} was dropped", ns));
     std::vector<bson::Doc> prepared;
     prepared.reserve(docs.size());
     int64_t bytes = 0;
@@ -564,7 +555,7 @@ namespace {
 
 void runInsert(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    refuseWriteToView(op, ns);
+    refuseView(op.store, ns);
     cmdarg::checkFields(
         op, {"documents", "ordered", "bypassDocumentValidation", "comment", "writeConcern"});
     bson_iter_t it;
@@ -865,7 +856,7 @@ void checkStatementFields(const OperationContext& op, const char* arrayField,
 
 void runUpdate(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    refuseWriteToView(op, ns);
+    refuseView(op.store, ns);
     cmdarg::checkFields(
         op, {"updates", "ordered", "bypassDocumentValidation", "comment", "writeConcern", "let"});
     bson_iter_t it;
@@ -1015,7 +1006,7 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
 
 void runDelete(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    refuseWriteToView(op, ns);
+    refuseView(op.store, ns);
     cmdarg::checkFields(op, {"deletes", "ordered", "comment", "writeConcern", "let"});
     bson_iter_t it;
     if (!op.args.find("deletes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
@@ -1073,7 +1064,7 @@ HALO_REGISTER_COMMAND(CommandSpec{{"delete"}, runDelete});
 
 void runFindAndModify(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    refuseWriteToView(op, ns);
+    refuseView(op.store, ns);
     bson_t q = BSON_INITIALIZER, sort, update, fields, af;
     bson::Doc empty;
     bson_t qv;
@@ -1163,7 +1154,7 @@ HALO_REGISTER_COMMAND(CommandSpec{{"findAndModify", "findandmodify"}, runFindAnd
 
 void runCount(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
-    if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+    if (findView(op.store, ns)) {
         bson::Doc r = runOnView(op, countAsAggregate(op, std::string(splitNs(ns).second)));
         bson_iter_t it, n;
         int64_t count = 0;
@@ -1219,7 +1210,7 @@ void runDistinct(OperationContext& op, bson_t* reply) {
             fmt::format("BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
                         bson::typeName(bson_iter_type(&it))));
     std::string key = bson_iter_utf8(&it, nullptr);
-    if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+    if (findView(op.store, ns)) {
         bson::Doc r = runOnView(op, distinctAsAggregate(op, std::string(splitNs(ns).second), key));
         bson_iter_t root, values;
         bson_t empty = BSON_INITIALIZER;
@@ -1294,60 +1285,65 @@ int64_t removeExpired(Store& store, int64_t nowMs) {
     constexpr int64_t kBatch = 500;
     int64_t removed = 0;
     Catalog& catalog = store.catalog();
-    for (const auto& db : catalog.listDatabases()) {
-        for (const auto& coll : catalog.listCollections(db)) {
-            bson_iter_t capped;
-            if (bson::find(coll->options.get(), "capped", &capped) &&
-                bson::isTruthy(*bson_iter_value(&capped)))
-                continue;  // as mongod: TTL indexes do not expire capped collections
-            for (const auto& idx : coll->indexes) {
-                auto ttl = ttlOf(*idx);
-                if (!ttl) continue;
-                // A date (or an array holding one) older than the lifetime;
-                // other types never expire.
-                bson::Doc q;
-                bson_t cond;
-                BSON_APPEND_DOCUMENT_BEGIN(q.mut(), ttl->first.c_str(), &cond);
-                BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
-                bson_append_document_end(q.mut(), &cond);
-                auto matcher = std::shared_ptr<const query::Matcher>(
-                    uassertStatusOK(query::Matcher::parse(q.get())));
-                // In batches, each its own transaction, so a large backlog
-                // never makes one huge transaction.
-                for (;;) {
-                    std::vector<bson::Doc> ids;
-                    {
-                        CollectionLock lk(catalog);
-                        auto now = catalog.lookup(coll->ns);
-                        if (!now || now->uri != coll->uri) break;
-                        ReadScope rs(store);
-                        ScanStage scan(
-                            now, planQuery(*now, q.get(), nullptr, nullptr, now->collator.get()),
-                            matcher);
-                        int64_t rid;
-                        while (static_cast<int64_t>(ids.size()) < kBatch) {
-                            auto d = scan.next(rs.session(), &rid);
-                            if (!d) break;
-                            bson_iter_t idIt;
-                            if (!bson::find(d->get(), "_id", &idIt)) continue;
-                            bson::Doc id;
-                            bson::appendIter(id.mut(), "_id", idIt);
-                            ids.push_back(std::move(id));
-                        }
-                        rs.done();
+    std::vector<std::shared_ptr<const CollectionEntry>> collections;
+    {
+        // The passes below take the lock per batch; this only lists what there is now.
+        CollectionLock lk(catalog);
+        for (const auto& db : catalog.listDatabases())
+            for (auto& c : catalog.listCollections(db)) collections.push_back(std::move(c));
+    }
+    for (const auto& coll : collections) {
+        bson_iter_t capped;
+        if (bson::find(coll->options.get(), "capped", &capped) &&
+            bson::isTruthy(*bson_iter_value(&capped)))
+            continue;  // as mongod: TTL indexes do not expire capped collections
+        for (const auto& idx : coll->indexes) {
+            auto ttl = ttlOf(*idx);
+            if (!ttl) continue;
+            // A date (or an array holding one) older than the lifetime;
+            // other types never expire.
+            bson::Doc q;
+            bson_t cond;
+            BSON_APPEND_DOCUMENT_BEGIN(q.mut(), ttl->first.c_str(), &cond);
+            BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
+            bson_append_document_end(q.mut(), &cond);
+            auto matcher = std::shared_ptr<const query::Matcher>(
+                uassertStatusOK(query::Matcher::parse(q.get())));
+            // In batches, each its own transaction, so a large backlog
+            // never makes one huge transaction.
+            for (;;) {
+                std::vector<bson::Doc> ids;
+                {
+                    CollectionLock lk(catalog);
+                    auto now = catalog.lookup(coll->ns);
+                    if (!now || now->uri != coll->uri) break;
+                    ReadScope rs(store);
+                    ScanStage scan(now,
+                                   planQuery(*now, q.get(), nullptr, nullptr, now->collator.get()),
+                                   matcher);
+                    int64_t rid;
+                    while (static_cast<int64_t>(ids.size()) < kBatch) {
+                        auto d = scan.next(rs.session(), &rid);
+                        if (!d) break;
+                        bson_iter_t idIt;
+                        if (!bson::find(d->get(), "_id", &idIt)) continue;
+                        bson::Doc id;
+                        bson::appendIter(id.mut(), "_id", idIt);
+                        ids.push_back(std::move(id));
                     }
-                    for (const auto& id : ids) {
-                        // The _id and the expiry again: a concurrent update wins.
-                        bson::Doc one = id.copy();
-                        BSON_APPEND_DOCUMENT_BEGIN(one.mut(), ttl->first.c_str(), &cond);
-                        BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
-                        bson_append_document_end(one.mut(), &cond);
-                        CollectionLock lk(catalog);
-                        removed += deleteDocs(store, coll->ns, one.get(), true, nullptr, nullptr,
-                                              nullptr, nullptr, -1);
-                    }
-                    if (static_cast<int64_t>(ids.size()) < kBatch) break;
+                    rs.done();
                 }
+                for (const auto& id : ids) {
+                    // The _id and the expiry again: a concurrent update wins.
+                    bson::Doc one = id.copy();
+                    BSON_APPEND_DOCUMENT_BEGIN(one.mut(), ttl->first.c_str(), &cond);
+                    BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
+                    bson_append_document_end(one.mut(), &cond);
+                    CollectionLock lk(catalog);
+                    removed += deleteDocs(store, coll->ns, one.get(), true, nullptr, nullptr,
+                                          nullptr, nullptr, -1);
+                }
+                if (static_cast<int64_t>(ids.size()) < kBatch) break;
             }
         }
     }

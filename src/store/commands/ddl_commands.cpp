@@ -55,7 +55,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
     {"create"}, [](OperationContext& op, bson_t*) {
         std::string ns = nsOf(op);
         if (op.args.has("viewOn") || op.args.has("pipeline")) return createView(op, ns, op.cmd);
-        if (!op.store.catalog().lookup(ns) && findView(op.store, ns))
+        if (findView(op.store, ns))
             uasserted(ErrorCode::NamespaceExists, fmt::format("Namespace {} already exists", ns));
         // Options other than the name are kept as the collection's options.
         bson::Doc options;
@@ -90,7 +90,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
 HALO_REGISTER_COMMAND(CommandSpec{
     {"drop"}, [](OperationContext& op, bson_t* reply) {
         std::string ns = nsOf(op);
-        if (!op.store.catalog().lookup(ns) && dropView(op, ns)) return;
+        if (dropView(op, ns)) return;
         std::unique_lock lk(op.store.catalog().ddlLock());
         auto coll = op.store.catalog().lookup(ns);
         if (!coll) return;  // dropping a missing collection succeeds since 7.0
@@ -302,7 +302,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
         if (!bson::find(op.cmd, "indexes", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
             uasserted(ErrorCode::Location40414,
                       "BSON field 'createIndexes.indexes' is missing but a required field");
-        if (!op.store.catalog().lookup(ns)) refuseView(op.store, ns);
+        refuseView(op.store, ns);
         std::unique_lock lk(op.store.catalog().ddlLock());
         bool created = op.store.catalog().lookup(ns) == nullptr;
         if (currentOperation().txn && !created) {
@@ -370,7 +370,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
 HALO_REGISTER_COMMAND(CommandSpec{
     {"collMod"}, [](OperationContext& op, bson_t*) {
         std::string ns = nsOf(op);
-        if (!op.store.catalog().lookup(ns) && findView(op.store, ns)) {
+        if (findView(op.store, ns)) {
             // A view takes a new viewOn and pipeline, nothing else.
             bson::Doc viewOn;  // {viewOn: ...} when given
             bson_iter_t it;
@@ -439,7 +439,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
 HALO_REGISTER_COMMAND(CommandSpec{
     {"listIndexes"}, [](OperationContext& op, bson_t* reply) {
         std::string ns = nsOf(op);
-        if (!op.store.catalog().lookup(ns)) refuseView(op.store, ns);
+        refuseView(op.store, ns);
         std::shared_lock lk(op.store.catalog().ddlLock());
         auto coll = op.store.catalog().lookup(ns);
         if (!coll)

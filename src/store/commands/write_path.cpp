@@ -61,6 +61,11 @@ void CommandDurability::flush() {
     wtCheck(s->get()->log_flush(s->get(), "sync=on"), "log_flush");
 }
 
+std::shared_ptr<const CollectionEntry> lookupCollection(Store& store, std::string_view ns) {
+    CollectionLock lk(store.catalog());
+    return store.catalog().lookup(ns);
+}
+
 namespace {
 bson::Doc idOnly(const bson_t* doc) {
     bson::Doc key;

@@ -23,6 +23,10 @@ class CollectionLock {
     std::shared_lock<std::shared_mutex> lk_;
 };
 
+/// The collection `ns` (null when there is none), looked up under the DDL lock:
+/// for a caller that holds no lock (never with it held: it is not recursive).
+std::shared_ptr<const CollectionEntry> lookupCollection(Store& store, std::string_view ns);
+
 /// Makes sure `ns` exists (creating it under the exclusive DDL lock, as an
 /// implicit create by the first write does), without holding any lock after.
 void ensureCollection(Store& store, const std::string& ns);
