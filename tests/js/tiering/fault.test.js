@@ -1,9 +1,13 @@
 'use strict';
-// Crash faults under load: kill -9 the proxy, the fast store and the archive store, one at
-// a time at random points, restarting each, and pause the feeder for a few seconds
+// Crash faults under load: two proxies in front of the tiers (one holds the worker lease,
+// the other stands by; the clients' connection string lists both, as for mongos routers).
+// Kill -9 the worker leader, the standby, the fast store and the archive store, one at a
+// time at random points, restarting each, and pause the feeder for a few seconds
 // (haloclinePauseFeeder: durable, so it outlives a proxy killed meanwhile), while writers
-// keep inserting, incrementing, deleting and reading with exact bookkeeping of what was
-// acknowledged.
+// keep inserting, incrementing, replacing, deleting and reading with exact bookkeeping of
+// what was acknowledged. HALO_FAULT_ROUNDS rounds of one fault each (default 8 with an
+// eager feeder: 32 kills and 8 pauses; 2 with a lazy one); the history's counts and the
+// checker's verdict are printed at the end.
 //
 // A write that fails in any way has an unknown outcome (it may or may not have applied)
 // and its document is left alone afterwards. Half the writers use retryable writes (a
@@ -22,23 +26,42 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { startTiered, makeRng, chooseSeed, waitUntil, show, isNetworkError, durationMs } = require('../lib/tiered');
+const path = require('node:path');
+const { MongoClient } = require('mongodb');
+const { startTiered, ProxyServer, makeRng, chooseSeed, waitUntil, show, isNetworkError, durationMs } = require('../lib/tiered');
 
 const SEED = chooseSeed();
 const FEEDER_MODE = process.env.HALO_FEEDER_MODE || 'eager';
 const HORIZON = '2s';
 const H = durationMs(HORIZON);
 const WRITERS = 4;
-const KILLS_PER_COMPONENT = 2;
+const ROUNDS = Number(process.env.HALO_FAULT_ROUNDS || (FEEDER_MODE === 'lazy' ? 2 : 8));
 const NS = 'shop.orders';
 
 let t;
+let proxyB;
 after(async () => {
-  if (t) await t.cleanup();
+  try {
+    if (proxyB) await proxyB.stop(); // throws on a crash or a sanitizer report
+  } finally {
+    if (t) await t.cleanup();
+  }
 });
 
 const replay = () =>
-  `seed ${SEED}, ${FEEDER_MODE} feeder (replay: HALO_SEED=${SEED} HALO_FEEDER_MODE=${FEEDER_MODE} node --test tiering/fault.test.js)`;
+  `seed ${SEED}, ${FEEDER_MODE} feeder, ${ROUNDS} rounds (replay: HALO_SEED=${SEED} HALO_FEEDER_MODE=${FEEDER_MODE} HALO_FAULT_ROUNDS=${ROUNDS} node --test tiering/fault.test.js)`;
+
+/** A proxy's worker role ('leader' or 'standby'), or null when it does not answer. */
+async function roleOf(proxy) {
+  const c = new MongoClient(proxy.uri(), { serverSelectionTimeoutMS: 5000 });
+  try {
+    return (await c.db('admin').command({ haloclineStatus: 1 })).workers.role;
+  } catch {
+    return null;
+  } finally {
+    await c.close();
+  }
+}
 
 /**
  * Per-document bookkeeping. `states` lists the states the document may be in: exactly one
@@ -87,7 +110,7 @@ function newDate(rng) {
   return rng.chance(0.5) ? new Date(now - rng.int(10 * H, 100 * H)) : new Date(now - rng.int(0, H));
 }
 
-test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, lose no acknowledged write', { timeout: 300_000 }, async () => {
+test('kill -9 of the worker leader, the standby proxy, the fast store and the archive, and feeder pauses, lose no acknowledged write', { timeout: 120_000 + ROUNDS * 60_000 }, async () => {
   const rng = makeRng(SEED);
   t = await startTiered({
     collections: [NS],
@@ -102,9 +125,27 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
     },
   });
   await t.waitHealthy();
+  proxyB = new ProxyServer({
+    bin: t.bin,
+    configPath: path.join(t.dir, 'proxy-b.yaml'),
+    configFor: (port) => t.configFor(port),
+    env: t.env,
+    readyTimeoutMs: t.readyTimeoutMs,
+    name: 'halocline proxy B',
+  });
+  await proxyB.start(0);
+  const proxies = [t.proxy, proxyB];
+  // Both proxies, as a driver lists mongos routers: a killed one's operations go to the other.
+  const routersUri = `mongodb://${proxies.map((p) => `127.0.0.1:${p.port}`).join(',')}/`;
+  const crashed = () => {
+    const e = t.crashError();
+    if (e) return e;
+    const p = proxyB.proc;
+    return p && p.crashed ? new Error(`proxy B exited on its own (${show(p.exitInfo)})\n${p.tail()}`) : null;
+  };
 
   const clientOptions = { serverSelectionTimeoutMS: 15_000, socketTimeoutMS: 30_000, retryWrites: true, retryReads: true };
-  const stats = { acked: 0, unknown: 0, reads: 0, readErrors: 0, errors: {} };
+  const stats = { ops: 0, acked: 0, unknown: 0, reads: 0, readErrors: 0, errors: {} };
   const violations = [];
   const books = [];
   let stop = false;
@@ -123,7 +164,7 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
   const writer = async (w) => {
     // Even writers retry (a retry must be applied once: the proxy keeps lsid/txnNumber);
     // odd writers do not, so failed writes really leave unknown outcomes behind.
-    const c = await t.client({ ...clientOptions, retryWrites: w % 2 === 0, monitorCommands: true });
+    const c = await t.track(new MongoClient(routersUri, { ...clientOptions, retryWrites: w % 2 === 0, monitorCommands: true }));
     const coll = c.db('shop').collection('orders');
     // What the driver sent for the current operation (a retry shows as a second start).
     const attempts = [];
@@ -141,13 +182,15 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
     while (!stop) {
       const live = book.liveIds();
       const kind = live.length < 5 ? 'insert' : wr.weighted([
-        [40, 'insert'],
-        [30, 'inc'],
+        [35, 'insert'],
+        [25, 'inc'],
+        [10, 'replace'],
         [10, 'delete'],
         [15, 'readId'],
         [5, 'readAll'],
       ]);
       attempts.length = 0;
+      stats.ops++;
       try {
         if (kind === 'insert') {
           const id = w * 1_000_000 + seq++;
@@ -173,6 +216,22 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
           }
           if (r.matchedCount !== 1 || r.modifiedCount !== 1) {
             violations.push(`$inc of live _id ${id} (n=${n}) matched ${r.matchedCount}, modified ${r.modifiedCount}; driver: ${sent()}`);
+          }
+          book.acked(id, { n: n + 1 }, here());
+        } else if (kind === 'replace') {
+          // A whole new body (same date, so the document keeps its tier placement rules).
+          const id = wr.pick(live);
+          const d = book.docs.get(id);
+          const n = d.states[0].n;
+          let r;
+          try {
+            r = await coll.replaceOne({ _id: id }, { w, date: d.date, n: n + 1, pad: 'r'.repeat(wr.int(1, 96)) });
+          } catch (e) {
+            book.unknown(id, { n: n + 1 });
+            throw e;
+          }
+          if (r.matchedCount !== 1 || r.modifiedCount !== 1) {
+            violations.push(`replace of live _id ${id} (n=${n}) matched ${r.matchedCount}, modified ${r.modifiedCount}; driver: ${sent()}`);
           }
           book.acked(id, { n: n + 1 }, here());
         } else if (kind === 'delete') {
@@ -228,8 +287,8 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
   });
 
   const victims = [];
-  for (let k = 0; k < KILLS_PER_COMPONENT; k++) {
-    const round = ['proxy', 'fast', 'archive', 'feeder'];
+  for (let k = 0; k < ROUNDS; k++) {
+    const round = ['leader', 'standby', 'fast', 'archive', 'feeder'];
     for (let i = round.length - 1; i > 0; i--) {
       const j = rng.int(0, i);
       [round[i], round[j]] = [round[j], round[i]];
@@ -242,14 +301,19 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
       // Let the load run for a random number of acknowledged writes, then crash.
       const target = stats.acked + rng.int(20, 80);
       await waitUntil(`${target} acknowledged writes before killing the ${victim} (${replay()})`, () => stats.acked >= target, {
-        abortIf: () => writerCrash || t.crashError(),
+        abortIf: () => writerCrash || crashed(),
         timeoutMs: 90_000,
         detail: () => `stats ${show(stats)}; schedule so far ${show(schedule)}`,
       });
       schedule.push({ victim, afterAcked: stats.acked, ...here() });
-      if (victim === 'proxy') {
-        await t.killProxy();
-        await t.restartProxy();
+      if (victim === 'leader' || victim === 'standby') {
+        // The proxy in that role now (during a takeover neither may be the leader: then either).
+        const roles = await Promise.all(proxies.map(roleOf));
+        let i = roles.indexOf(victim);
+        if (i < 0) i = rng.int(0, 1);
+        schedule[schedule.length - 1].killed = `${i === 0 ? 'A' : 'B'} (${roles[i]})`;
+        await proxies[i].kill();
+        await proxies[i].restart({ samePort: true });
       } else if (victim === 'feeder') {
         // No crash: an operator's pause of 1-4 s, which the load must not notice.
         const ms = rng.int(1000, 4000);
@@ -266,7 +330,7 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
       // Recovery: the load makes progress again.
       const resumed = stats.acked + 3 * WRITERS;
       await waitUntil(`writes to be acknowledged again after restarting the ${victim} (${replay()})`, () => stats.acked >= resumed, {
-        abortIf: () => writerCrash || t.crashError(),
+        abortIf: () => writerCrash || crashed(),
         timeoutMs: 90_000,
         detail: () => `stats ${show(stats)}; schedule ${show(schedule)}\n${t.proxy.proc.tail(30)}`,
       });
@@ -277,8 +341,9 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
   }
   if (writerCrash) throw writerCrash;
 
-  // Recovery complete: everything up, no pause left, the feeder caught up with a write
-  // made after all others.
+  // Recovery complete: proxy B stopped cleanly (proxy A takes the workers over if B held
+  // them), everything up, no pause left, the feeder caught up with a write made after all others.
+  await proxyB.stop();
   await t.waitHealthy({ timeoutMs: 60_000 });
   await (await t.adminClient()).db('admin').command({ haloclinePauseFeeder: 0 });
   const status = await t.waitFeederCaughtUp({ timeoutMs: 90_000 });
@@ -320,6 +385,12 @@ test('kill -9 of the proxy, the fast store and the archive, and feeder pauses, l
   const summary =
     `${replay()}; kills ${show(schedule)}; ${certain} documents with acknowledged state, ${uncertain} with an unknown outcome; ` +
     `stats ${show(stats)}; final status ${show(status.raw)}`;
+  const kills = schedule.filter((s) => s.victim !== 'feeder').length;
+  process.stdout.write(
+    `# fault history: ${stats.ops} operations, ${stats.acked} writes acknowledged, ${stats.unknown} writes failed (unknown outcome), ` +
+      `${stats.reads} reads (${stats.readErrors} failed), ${kills} kills, ${schedule.length - kills} feeder pauses; ` +
+      `checker: ${violations.length ? `${violations.length} violations` : 'every acknowledged write present in its latest version, no delete undone, reads saw their writes, the archive converged'}\n`,
+  );
   assert.deepEqual(violations.slice(0, 25), [], `${violations.length} violations; ${summary}`);
   assert.ok(certain > 100, `too little acknowledged work to mean anything: ${summary}`);
   process.stdout.write(`# fault: ${summary.slice(0, 2000)}\n`);
