@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -79,6 +80,37 @@ void Session::rollback() {
     s_->rollback_transaction(s_, nullptr);
 }
 
+namespace {
+
+// WiredTiger's errors and messages go to the server log as mongod's do. A panic
+// (a failed write to the disk: no space left, an I/O error) leaves the library
+// refusing every call; as mongod (fatal assertion 50853) the process ends then,
+// so that a supervisor restarts it and recovery from the journal brings back
+// every acknowledged write, instead of a server that answers every command
+// with an error forever.
+int onWtError(WT_EVENT_HANDLER*, WT_SESSION*, int error, const char* message) {
+    log::error("storage", 22435, "WiredTiger error",
+               fmt::format(R"({{"error":{},"message":{}}})", error, log::quote(message)));
+    if (error == WT_PANIC) {
+        log::write(log::Severity::Fatal, "assert", 23089, "Fatal assertion",
+                   R"({"msgid":50853,"reason":"WiredTiger panic"})");
+        log::write(log::Severity::Fatal, "assert", 23090,
+                   "\n\n***aborting after fassert() failure\n\n");
+        std::abort();
+    }
+    return 0;
+}
+
+int onWtMessage(WT_EVENT_HANDLER*, WT_SESSION*, const char* message) {
+    log::info("storage", 22430, "WiredTiger message",
+              fmt::format(R"({{"message":{}}})", log::quote(message)));
+    return 0;
+}
+
+WT_EVENT_HANDLER wtEvents = {onWtError, onWtMessage, nullptr, nullptr};
+
+}  // namespace
+
 StatusWith<std::unique_ptr<Engine>> Engine::open(const StoreOptions& opts) {
     std::error_code ec;
     std::filesystem::create_directories(opts.dbPath, ec);
@@ -105,7 +137,7 @@ StatusWith<std::unique_ptr<Engine>> Engine::open(const StoreOptions& opts) {
     if (opts.directIO) config += ",direct_io=[data]";
     std::filesystem::create_directories(std::filesystem::path(opts.dbPath) / "journal", ec);
     WT_CONNECTION* conn = nullptr;
-    int ret = wiredtiger_open(opts.dbPath.c_str(), nullptr, config.c_str(), &conn);
+    int ret = wiredtiger_open(opts.dbPath.c_str(), &wtEvents, config.c_str(), &conn);
     if (ret != 0) return wtStatus(ret, "wiredtiger_open " + opts.dbPath);
     std::string tableConfig = compressor == "none" ? "" : "block_compressor=" + compressor;
     return std::unique_ptr<Engine>(new Engine(conn, tableConfig));
@@ -211,7 +243,7 @@ void Engine::checkpoint() {
     auto s = newSession();
     int ret = s->get()->checkpoint(s->get(), nullptr);
     if (ret != 0)
-        log::warning("storage", 22430, "checkpoint failed",
+        log::warning("storage", 9140031, "Checkpoint failed",
                      fmt::format(R"({{"error":{}}})", log::quote(wiredtiger_strerror(ret))));
 }
 
