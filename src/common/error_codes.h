@@ -228,6 +228,7 @@ namespace halo {
     X(NoSuchTransaction, 251)                        \
     X(TransactionCommitted, 256)                     \
     X(TransactionTooLarge, 257)                      \
+    X(TransactionTooLargeForCache, 388)              \
     X(OperationNotSupportedInTransaction, 263)       \
     X(ChangeStreamFatalError, 280)                   \
     X(ChangeStreamHistoryLost, 286)                  \

@@ -446,15 +446,18 @@ WriteError writeErrorFrom(int32_t index, const DBException& e) {
 }
 
 /// Adds a statement's error to the reply's writeErrors. An interruption, and a
-/// write conflict inside a multi-document transaction (a TransientTransactionError),
-/// fail the whole command instead, as in mongod. Inside a transaction any other
+/// write conflict (a TransientTransactionError) or a transaction too large for
+/// the cache inside a multi-document transaction, fail the whole command
+/// instead, as in mongod. Inside a transaction any other
 /// error is reported as the batch's only write error (also when unordered) and
 /// the transaction aborts after the reply. Returns whether the batch stops here.
 /// Call from the catch block of `e`.
 bool recordWriteError(std::vector<WriteError>& errors, int32_t index, const DBException& e) {
     CurrentOperation& cur = currentOperation();
     if (e.code() == ErrorCode::Interrupted) throw;  // rethrows `e`
-    if (cur.txn && e.code() == ErrorCode::WriteConflict) throw;
+    if (cur.txn && (e.code() == ErrorCode::WriteConflict ||
+                    e.code() == ErrorCode::TransactionTooLargeForCache))
+        throw;
     errors.push_back(writeErrorFrom(index, e));
     if (!cur.txn) return false;
     cur.abortTransactionAfterCommand = true;
@@ -717,6 +720,50 @@ struct UpdateOutcome {
     std::optional<bson::Doc> before, after;  // for findAndModify
 };
 
+/// mongod's multi-document update and delete outside a transaction: the
+/// matching records are found in one snapshot, then written kBatch at a time,
+/// each batch in its own storage transaction, so that none grows with the
+/// collection (one larger than the cache could never commit: WiredTiger rolls it
+/// back, again and again). Each document is read and matched again where it is
+/// written; one that changed meanwhile and no longer matches is left out, and
+/// none is written twice. `writeOne(s, log, rid, doc, counts)` writes one.
+/// Not for a retryable write: its outcome is recorded with its one transaction.
+template <typename Counts, typename WriteOne>
+Counts writeMatchesInBatches(Store& store, const std::shared_ptr<const CollectionEntry>& coll,
+                             const bson_t* q, const bson_t* hint,
+                             const query::CollatorPtr& collator,
+                             const std::shared_ptr<const query::Matcher>& matcher,
+                             WriteOne&& writeOne) {
+    constexpr size_t kBatch = 100;
+    std::vector<int64_t> rids;
+    {
+        ReadScope read(store);
+        ScanStage scan(coll, planQuery(*coll, q, nullptr, hint, collator.get()), matcher);
+        int64_t rid;
+        while (scan.next(read.session(), &rid)) rids.push_back(rid);
+        read.done();
+    }
+    Counts total{};
+    for (size_t first = 0; first < rids.size(); first += kBatch) {
+        if (first > 0) checkForInterrupt();
+        const size_t end = std::min(rids.size(), first + kBatch);
+        total += runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
+            Counts batch{};  // afresh on a retry after a conflict
+            for (size_t i = first; i < end; ++i) {
+                auto doc = rs::fetch(s, *coll, rids[i]);
+                if (doc && matcher->matches(doc->get())) writeOne(s, log, rids[i], *doc, batch);
+            }
+            return batch;
+        });
+    }
+    return total;
+}
+
+bool batchesMultiWrite() {
+    const CurrentOperation& cur = currentOperation();
+    return !cur.txn && !cur.retryable;
+}
+
 /// Applies one update statement. `sort` picks the first document (findAndModify).
 bson::Doc outcomeDoc(const UpdateOutcome& o) {
     bson::Doc d;
@@ -752,6 +799,52 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
     query::MatcherParseOptions mo;
     mo.collator = collator;
     auto matcher = uassertStatusOK(query::Matcher::parse(q, mo));
+    auto applyTo = [&](Session& s, Oplog::Unit& log, const CollectionEntry& coll, int64_t rid,
+                       bson::Doc& doc, UpdateOutcome& out) {
+        ++out.n;
+        update::ApplyOptions ao;
+        ao.nowMillis = nowMillis();
+        query::MatchDetails details;
+        if (driver->needsPositional()) {
+            matcher->matches(doc.get(), &details);
+            ao.positionalIndex = details.elemMatchKey;
+        }
+        update::UpdateResult r = driver->apply(s, doc.get(), ao);
+        if (wantDocs) out.before = doc.copy();
+        if (r.modified) {
+            validateUpdate(coll, doc.get(), r.newDoc.get());
+            rs::update(s, coll, rid, doc.get(), r.newDoc.get());
+            logUpdate(log, coll, doc.get(), r.newDoc.get(), driver->isReplacement());
+            coll.dataSize +=
+                static_cast<int64_t>(r.newDoc.size()) - static_cast<int64_t>(doc.size());
+            ++out.nModified;
+        }
+        if (wantDocs) out.after = std::move(r.newDoc);
+    };
+    if (multi && !upsert && !wantDocs && batchesMultiWrite()) {
+        auto coll = store.catalog().lookup(ns);
+        if (!coll) return UpdateOutcome{};
+        struct Counts {
+            int64_t n = 0, nModified = 0;
+            Counts& operator+=(const Counts& o) {
+                n += o.n;
+                nModified += o.nModified;
+                return *this;
+            }
+        };
+        std::shared_ptr<const query::Matcher> shared(matcher.get(), [](const query::Matcher*) {});
+        Counts c = writeMatchesInBatches<Counts>(
+            store, coll, q, hint, collator, shared,
+            [&](Session& s, Oplog::Unit& log, int64_t rid, bson::Doc& doc, Counts& counts) {
+                UpdateOutcome one;
+                applyTo(s, log, *coll, rid, doc, one);
+                counts += Counts{one.n, one.nModified};
+            });
+        UpdateOutcome out;
+        out.n = c.n;
+        out.nModified = c.nModified;
+        return out;
+    }
     UpdateOutcome out;
     Catalog& catalog = store.catalog();
     return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) {
@@ -787,27 +880,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                     if (!multi) break;
                 }
             }
-            for (auto& [rid, doc] : targets) {
-                ++out.n;
-                update::ApplyOptions ao;
-                ao.nowMillis = nowMillis();
-                query::MatchDetails details;
-                if (driver->needsPositional()) {
-                    matcher->matches(doc.get(), &details);
-                    ao.positionalIndex = details.elemMatchKey;
-                }
-                update::UpdateResult r = driver->apply(s, doc.get(), ao);
-                if (wantDocs) out.before = doc.copy();
-                if (r.modified) {
-                    validateUpdate(*coll, doc.get(), r.newDoc.get());
-                    rs::update(s, *coll, rid, doc.get(), r.newDoc.get());
-                    logUpdate(log, *coll, doc.get(), r.newDoc.get(), driver->isReplacement());
-                    coll->dataSize +=
-                        static_cast<int64_t>(r.newDoc.size()) - static_cast<int64_t>(doc.size());
-                    ++out.nModified;
-                }
-                if (wantDocs) out.after = std::move(r.newDoc);
-            }
+            for (auto& [rid, doc] : targets) applyTo(s, log, *coll, rid, doc, out);
         }
         if (out.n == 0 && upsert) {
             if (!coll) uasserted(ErrorCode::NamespaceNotFound, "collection vanished");
@@ -963,6 +1036,23 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
     mo.collator = collator;
     auto matcher =
         std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q, mo)));
+    auto removeOne = [&](Session& s, Oplog::Unit& log, const CollectionEntry& coll, int64_t rid,
+                         const bson::Doc& doc) {
+        rs::remove(s, coll, rid, doc.get());
+        logDelete(log, coll, doc.get());
+        coll.numRecords--;
+        coll.dataSize -= doc.size();
+    };
+    if (!justOne && !removed && batchesMultiWrite()) {
+        auto coll = catalog.lookup(ns);
+        if (!coll) return 0;
+        return writeMatchesInBatches<int64_t>(
+            store, coll, q, hint, collator, matcher,
+            [&](Session& s, Oplog::Unit& log, int64_t rid, const bson::Doc& doc, int64_t& n) {
+                removeOne(s, log, *coll, rid, doc);
+                ++n;
+            });
+    }
     return runWriteTxn(store, [&](Session& s, Oplog::Unit& log) -> int64_t {
         auto coll = catalog.lookup(ns);
         if (!coll) return 0;
@@ -988,12 +1078,7 @@ int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool ju
                 if (justOne) break;
             }
         }
-        for (auto& [rid, doc] : targets) {
-            rs::remove(s, *coll, rid, doc.get());
-            logDelete(log, *coll, doc.get());
-            coll->numRecords--;
-            coll->dataSize -= doc.size();
-        }
+        for (auto& [rid, doc] : targets) removeOne(s, log, *coll, rid, doc);
         bson::Doc outcome;
         BSON_APPEND_INT64(outcome.mut(), "n", static_cast<int64_t>(targets.size()));
         if (removed && !targets.empty())

@@ -61,6 +61,15 @@ void CommandDurability::flush() {
     wtCheck(s->get()->log_flush(s->get(), "sync=on"), "log_flush");
 }
 
+void throwIfTooLargeForCache(Store& store, const SessionState& txn) {
+    int64_t bytes = 0;  // what the transaction wrote (its buffered oplog entries)
+    for (const auto& e : txn.txnOps) bytes += e.o.size() + (e.o2 ? e.o2->size() : 0);
+    const int64_t cache = store.engine().connStat(WT_STAT_CONN_CACHE_BYTES_MAX);
+    if (cache > 0 && bytes * 100 >= cache * 15)
+        uasserted(ErrorCode::TransactionTooLargeForCache,
+                  "transaction is too large and will not fit in the storage engine cache");
+}
+
 std::shared_ptr<const CollectionEntry> lookupCollection(Store& store, std::string_view ns) {
     CollectionLock lk(store.catalog());
     return store.catalog().lookup(ns);

@@ -74,6 +74,13 @@ class CommandDurability {
     std::vector<Timestamp> entries_;
 };
 
+/// A multi-document transaction that WiredTiger rolled back: when its writes
+/// take 15% of the cache or more (mongod's transactionTooLargeForCacheThreshold,
+/// 0.75 of the 20% dirty trigger), a retry could never fit either, so it fails
+/// with TransactionTooLargeForCache (388, no TransientTransactionError label)
+/// instead of a WriteConflict the driver would retry forever.
+void throwIfTooLargeForCache(Store& store, const SessionState& txn);
+
 /// Runs `fn(session, oplogUnit)` in a storage transaction, retrying on
 /// WriteConflict as mongod does for single-document writes; the data change
 /// and its oplog entries commit together, and are durable before the command's
@@ -84,7 +91,12 @@ auto runWriteTxn(Store& store, Fn&& fn) {
         // Inside a multi-document transaction: its snapshot, its buffered oplog,
         // no commit here; a conflict aborts the transaction (no internal retry).
         Oplog::Unit unit(store.oplog(), *txn->wtSession, &txn->txnOps);
-        return fn(*txn->wtSession, unit);
+        try {
+            return fn(*txn->wtSession, unit);
+        } catch (const DBException& e) {
+            if (e.code() == ErrorCode::WriteConflict) throwIfTooLargeForCache(store, *txn);
+            throw;
+        }
     }
     // Trims the oplog once the write is done (it catches its own errors).
     struct TrimAfter {
