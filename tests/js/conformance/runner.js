@@ -223,6 +223,30 @@ class TestContext {
         .catch(() => {});
     }
     for (const c of this.clients) await withTimeout(c.close(), 10_000, 'client.close').catch(() => c.close(true).catch(() => {}));
+    await this.settle();
+  }
+
+  /**
+   * Waits (at most 10 s) until no command of a session is still running on the server: a
+   * command a blockConnection fail point held past the client's socketTimeoutMS goes on
+   * after its client gave up, and would otherwise run during the next test and consume
+   * that test's fail point (what the specification's killAllSessions between tests is
+   * for). Servers without currentOp are not waited for.
+   */
+  async settle() {
+    const internal = this.runner.internal;
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      let inprog;
+      try {
+        inprog = (await internal.db('admin').command({ currentOp: 1, active: true })).inprog || [];
+      } catch {
+        return;
+      }
+      const running = inprog.filter((o) => o.lsid && o.command && !('currentOp' in o.command) && !('hello' in o.command));
+      if (!running.length) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 }
 
