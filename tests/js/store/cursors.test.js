@@ -78,17 +78,17 @@ test('cursor.close() sends killCursors; a later getMore fails with CursorNotFoun
     kc[0].reply.cursorsKilled.map((x) => x.toString()),
     [id.toString()],
   );
-  await expectServerError(ctx.db.command({ getMore: id, collection: 'big' }), 43, 'CursorNotFound');
+  await expectServerError(ctx.db.command({ getMore: Long.fromValue(id), collection: 'big' }), 43, 'CursorNotFound');
 });
 
 test('getMore on an exhausted cursor id fails with CursorNotFound (43)', async () => {
   const r = await ctx.db.command({ find: 'big', filter: {}, batchSize: 990 });
   const id = r.cursor.id;
   assert.notEqual(Number(id), 0);
-  const gm = await ctx.db.command({ getMore: id, collection: 'big', batchSize: 100 });
+  const gm = await ctx.db.command({ getMore: Long.fromValue(id), collection: 'big', batchSize: 100 });
   assert.equal(gm.cursor.nextBatch.length, 10);
   assert.equal(Number(gm.cursor.id), 0);
-  await expectServerError(ctx.db.command({ getMore: id, collection: 'big' }), 43);
+  await expectServerError(ctx.db.command({ getMore: Long.fromValue(id), collection: 'big' }), 43);
 });
 
 test('raw find/getMore: batchSize honoured, ns and id fields present', async () => {
@@ -98,7 +98,7 @@ test('raw find/getMore: batchSize honoured, ns and id fields present', async () 
   const ids = r.cursor.firstBatch.map((d) => d._id);
   let id = r.cursor.id;
   while (Number(id) !== 0) {
-    const g = await ctx.db.command({ getMore: id, collection: 'big', batchSize: 10 });
+    const g = await ctx.db.command({ getMore: Long.fromValue(id), collection: 'big', batchSize: 10 });
     assert.equal(g.cursor.ns, 'cursor_test.big');
     assert.ok(g.cursor.nextBatch.length <= 10);
     ids.push(...g.cursor.nextBatch.map((d) => d._id));
@@ -111,18 +111,18 @@ test('batchSize 0 opens a cursor with an empty first batch', async () => {
   const r = await ctx.db.command({ find: 'big', filter: {}, batchSize: 0 });
   assert.equal(r.cursor.firstBatch.length, 0);
   assert.notEqual(Number(r.cursor.id), 0);
-  const g = await ctx.db.command({ getMore: r.cursor.id, collection: 'big', batchSize: 3 });
+  const g = await ctx.db.command({ getMore: Long.fromValue(r.cursor.id), collection: 'big', batchSize: 3 });
   assert.deepEqual(
     g.cursor.nextBatch.map((d) => d._id),
     [0, 1, 2],
   );
-  await ctx.db.command({ killCursors: 'big', cursors: [r.cursor.id] });
+  await ctx.db.command({ killCursors: 'big', cursors: [Long.fromValue(r.cursor.id)] });
 });
 
 test('killCursors reports killed and not-found ids', async () => {
   const r = await ctx.db.command({ find: 'big', filter: {}, batchSize: 2 });
   const bogus = Long.fromString('123456789');
-  const k = await ctx.db.command({ killCursors: 'big', cursors: [r.cursor.id, bogus] });
+  const k = await ctx.db.command({ killCursors: 'big', cursors: [Long.fromValue(r.cursor.id), bogus] });
   assert.equal(k.ok, 1);
   assert.deepEqual(
     k.cursorsKilled.map(String),
@@ -140,7 +140,7 @@ test('a small result closes the cursor in the first batch (id 0)', async () => {
 test('default first batch is 101 documents', async () => {
   const r = await ctx.db.command({ find: 'big', filter: {} });
   assert.equal(r.cursor.firstBatch.length, 101);
-  await ctx.db.command({ killCursors: 'big', cursors: [r.cursor.id] });
+  await ctx.db.command({ killCursors: 'big', cursors: [Long.fromValue(r.cursor.id)] });
 });
 
 test('documents inserted while a cursor is open do not break it', async () => {

@@ -6,7 +6,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Long } = require('mongodb');
 const { startStore, makeTempDir, haloclineBinary } = require('../lib/server');
 const { runProgram } = require('../lib/run');
 
@@ -57,6 +57,6 @@ test('an idle cursor is reaped after cursorTimeoutMillis and getMore then gets C
       timedOut = Number((await db.admin().command({ serverStatus: 1 })).metrics.cursor.timedOut);
     }
     assert.ok(timedOut >= 1, 'the reaper timed the cursor out');
-    await assert.rejects(db.command({ getMore: id, collection: 'cur' }), (e) => e.code === 43);
+    await assert.rejects(db.command({ getMore: Long.fromValue(id), collection: 'cur' }), (e) => e.code === 43);
   });
 });

@@ -13,7 +13,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Long } = require('mongodb');
 const { startStore } = require('../lib/server');
 const { startTiered, makeRng, chooseSeed, waitUntil, show, cleanupAll, collectEvents } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
@@ -204,7 +204,7 @@ test('while the fast store is down, a getMore on a merged or a collection stream
   try {
     for (const reply of [merged, single]) {
       const coll = reply.cursor.ns.slice(reply.cursor.ns.indexOf('.') + 1);
-      const e = await shop.command({ getMore: reply.cursor.id, collection: coll, maxTimeMS: 300 }, { session }).then(
+      const e = await shop.command({ getMore: Long.fromValue(reply.cursor.id), collection: coll, maxTimeMS: 300 }, { session }).then(
         (r) => assert.fail(`a getMore succeeded while the fast tier was down: ${show(r)}`),
         (err) => err,
       );

@@ -10,7 +10,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Long } = require('mongodb');
 const { startTiered, waitUntil, show, CLIENT_DEFAULTS } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
 const { mongoshJson } = require('../lib/mongosh');
@@ -179,7 +179,7 @@ test('another user\'s cursor and session are refused', async () => {
   const aliceSession = alice.startSession();
   try {
     const r = await alice.db('shop').command({ find: 'plain', batchSize: 1 }, { session: aliceSession });
-    const err = await expectServerError(bob.db('shop').command({ getMore: r.cursor.id, collection: 'plain' }), 13);
+    const err = await expectServerError(bob.db('shop').command({ getMore: Long.fromValue(r.cursor.id), collection: 'plain' }), 13);
     assert.match(err.message, /not authorized/);
     await expectServerError(bob.db('shop').command({ killCursors: 'plain', cursors: [r.cursor.id] }), 13);
     // Bob's driver made to send Alice's logical session id.

@@ -11,6 +11,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { Long } = require('mongodb');
 const { startTiered, show } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
 
@@ -188,7 +189,7 @@ test('a merged find and aggregate answer in the batches the client asks for, the
       const got = first.cursor.firstBatch.map((d) => d._id);
       let id = first.cursor.id;
       while (Number(id) !== 0) {
-        const more = await db.command({ getMore: id, collection: 'orders', batchSize: 3 }, { session });
+        const more = await db.command({ getMore: Long.fromValue(id), collection: 'orders', batchSize: 3 }, { session });
         assert.ok(more.cursor.nextBatch.length <= 3, show(more.cursor));
         got.push(...more.cursor.nextBatch.map((d) => d._id));
         id = more.cursor.id;
@@ -199,7 +200,7 @@ test('a merged find and aggregate answer in the batches the client asks for, the
     const empty = await db.command({ find: 'orders', filter: { kind: 1 }, batchSize: 0 }, { session });
     assert.equal(empty.cursor.firstBatch.length, 0);
     assert.notEqual(Number(empty.cursor.id), 0);
-    await db.command({ killCursors: 'orders', cursors: [empty.cursor.id] }, { session });
+    await db.command({ killCursors: 'orders', cursors: [Long.fromValue(empty.cursor.id)] }, { session });
   } finally {
     await session.endSession();
   }

@@ -7,7 +7,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Long } = require('mongodb');
 const W = require('../lib/wire');
 const { startTiered, ProxyServer, show } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
@@ -146,7 +146,7 @@ test('a cursor inside a transaction returns every document through getMore', asy
     s2.startTransaction();
     const r = await client.db('shop').command({ find: 'ledger', batchSize: 1 }, { session: s2 });
     await expectServerError(
-      client.db('shop').command({ getMore: r.cursor.id, collection: 'ledger' }, { session: other }),
+      client.db('shop').command({ getMore: Long.fromValue(r.cursor.id), collection: 'ledger' }, { session: other }),
       50738,
     );
     await s2.abortTransaction();
