@@ -718,6 +718,12 @@ struct UpdateOutcome {
     int64_t nModified = 0;
     std::optional<bson::Doc> upsertedId;     // {_id: value}
     std::optional<bson::Doc> before, after;  // for findAndModify
+    /// Adds another batch's counts (a multi-document update: no ids, no documents).
+    UpdateOutcome& operator+=(const UpdateOutcome& o) {
+        n += o.n;
+        nModified += o.nModified;
+        return *this;
+    }
 };
 
 /// mongod's multi-document update and delete outside a transaction: the
@@ -798,7 +804,8 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
         std::make_unique<DocUpdater>(store, ns, u, pipelineUpdate, arrayFilters, collator, let);
     query::MatcherParseOptions mo;
     mo.collator = collator;
-    auto matcher = uassertStatusOK(query::Matcher::parse(q, mo));
+    auto matcher =
+        std::shared_ptr<const query::Matcher>(uassertStatusOK(query::Matcher::parse(q, mo)));
     auto applyTo = [&](Session& s, Oplog::Unit& log, const CollectionEntry& coll, int64_t rid,
                        bson::Doc& doc, UpdateOutcome& out) {
         ++out.n;
@@ -824,26 +831,11 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
     if (multi && !upsert && !wantDocs && batchesMultiWrite()) {
         auto coll = store.catalog().lookup(ns);
         if (!coll) return UpdateOutcome{};
-        struct Counts {
-            int64_t n = 0, nModified = 0;
-            Counts& operator+=(const Counts& o) {
-                n += o.n;
-                nModified += o.nModified;
-                return *this;
-            }
-        };
-        std::shared_ptr<const query::Matcher> shared(matcher.get(), [](const query::Matcher*) {});
-        Counts c = writeMatchesInBatches<Counts>(
-            store, coll, q, hint, collator, shared,
-            [&](Session& s, Oplog::Unit& log, int64_t rid, bson::Doc& doc, Counts& counts) {
-                UpdateOutcome one;
-                applyTo(s, log, *coll, rid, doc, one);
-                counts += Counts{one.n, one.nModified};
+        return writeMatchesInBatches<UpdateOutcome>(
+            store, coll, q, hint, collator, matcher,
+            [&](Session& s, Oplog::Unit& log, int64_t rid, bson::Doc& doc, UpdateOutcome& out) {
+                applyTo(s, log, *coll, rid, doc, out);
             });
-        UpdateOutcome out;
-        out.n = c.n;
-        out.nModified = c.nModified;
-        return out;
     }
     UpdateOutcome out;
     Catalog& catalog = store.catalog();
@@ -871,9 +863,7 @@ UpdateOutcome updateDocs(Store& store, const std::string& ns, const bson_t* q, c
                 }
             } else {
                 QueryPlan plan = planQuery(*coll, q, nullptr, hint, collator.get());
-                ScanStage scan(coll, std::move(plan),
-                               std::shared_ptr<const query::Matcher>(matcher.get(),
-                                                                     [](const query::Matcher*) {}));
+                ScanStage scan(coll, std::move(plan), matcher);
                 int64_t rid;
                 while (auto d = scan.next(s, &rid)) {
                     targets.emplace_back(rid, std::move(*d));
