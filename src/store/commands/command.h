@@ -31,6 +31,10 @@ struct Deferral {
     bool wakeOnOplogCommit = false;
     uint64_t seenCommitSeq = 0;  // the oplog's commitSeq() when the command looked
     int64_t cursorId = 0;        // a killCursors on it ends the wait
+    /// In: the command's write conflicts in its earlier runs. Out, with
+    /// `requested`: it yielded on a write conflict (ConflictYield) and runs
+    /// again after writeConflictDelay(writeConflicts), with this count in.
+    int writeConflicts = 0;
 };
 
 /// Everything a command sees while it runs on one connection.

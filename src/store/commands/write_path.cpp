@@ -16,7 +16,46 @@ namespace halo::store {
 
 namespace {
 thread_local CommandDurability* tlDurability = nullptr;
+thread_local ConflictYieldScope* tlConflictYield = nullptr;
+/// In-thread retries before a write yields: a conflict with another
+/// single-document write resolves within them; one with an open transaction
+/// lasts until it ends.
+constexpr int kYieldAfterConflicts = 10;
+/// About 98 s of backoff in all, as before yielding existed.
+constexpr int kMaxConflictRetries = 10000;
 }  // namespace
+
+ConflictYieldScope::ConflictYieldScope(const CommandDurability& durability, int priorConflicts)
+    : durability_(durability), prior_(priorConflicts), outer_(tlConflictYield) {
+    tlConflictYield = this;
+}
+
+ConflictYieldScope::~ConflictYieldScope() {
+    tlConflictYield = outer_;
+}
+
+NoConflictYield::NoConflictYield() {
+    if (tlConflictYield) ++tlConflictYield->suppressed_;
+}
+
+NoConflictYield::~NoConflictYield() {
+    if (tlConflictYield) --tlConflictYield->suppressed_;
+}
+
+bool waitOutWriteConflict(int attempt) {
+    const ConflictYieldScope* y = tlConflictYield;
+    const int total = attempt + (y ? y->prior_ : 0);
+    if (total > kMaxConflictRetries) return false;
+    checkForInterrupt();
+    // Only when rerunning the whole command is the same as retrying this write:
+    // nothing of it committed, and no inner command's write (its own durability
+    // scope) is waiting.
+    if (y && total >= kYieldAfterConflicts && y->suppressed_ == 0 &&
+        CommandDurability::current() == &y->durability_ && !y->durability_.committedAny())
+        throw ConflictYield{total + 1};
+    writeConflictBackoff(total);
+    return true;
+}
 
 CommandDurability::CommandDurability(Store& store) : store_(store), outer_(tlDurability) {
     tlDurability = this;
@@ -40,6 +79,7 @@ CommandDurability* CommandDurability::current() {
 
 void CommandDurability::deferred(std::vector<Timestamp> ts) {
     const auto now = std::chrono::steady_clock::now();
+    committedAny_ = true;
     if (pending_++ == 0) firstPending_ = now;
     entries_.insert(entries_.end(), ts.begin(), ts.end());
     if (pending_ >= kMaxStatements || now - firstPending_ >= kMaxHold) flush();
@@ -248,15 +288,14 @@ void ensureCollection(Store& store, const std::string& ns) {
             if (catalog.lookup(ns)) return;
             auto coll = catalog.getOrCreate(ns);
             noteCreatedInTransaction(catalog, *coll);
+            NoConflictYield created;  // the collection exists: its create entry must follow
             logCreate(store, *coll);
             return;
         } catch (const DBException& e) {
             if (e.code() != ErrorCode::WriteConflict || currentOperation().txn ||
-                std::chrono::steady_clock::now() > deadline)
+                std::chrono::steady_clock::now() > deadline || !waitOutWriteConflict(attempt))
                 throw;
         }
-        checkForInterrupt();
-        writeConflictBackoff(attempt);
     }
 }
 

@@ -63,16 +63,65 @@ class CommandDurability {
     /// A write committed without a sync; `ts` are its oplog entries.
     void deferred(std::vector<Timestamp> ts);
 
+    /// Whether a write of this command committed (durable yet or not).
+    bool committedAny() const { return committedAny_; }
+
     static constexpr size_t kMaxStatements = 128;
     static constexpr std::chrono::milliseconds kMaxHold{5};
 
   private:
     Store& store_;
     CommandDurability* outer_;
+    bool committedAny_ = false;
     size_t pending_ = 0;
     std::chrono::steady_clock::time_point firstPending_;
     std::vector<Timestamp> entries_;
 };
+
+/// Thrown by a write command's write that keeps conflicting with another
+/// transaction's uncommitted write, before any write of the command committed:
+/// the command gives its thread back (the thread serves several connections,
+/// maybe the very transaction it waits for) and its connection runs it again
+/// after writeConflictDelay(attempts), on a timer (Deferral::writeConflicts).
+/// Not a DBException, so no statement records it as its write error.
+struct ConflictYield {
+    int attempts;  // write conflicts so far, over every run of the command
+};
+
+/// While a client's write command (insert, update, delete, findAndModify) runs
+/// outside a transaction: its writes may yield on a conflict (ConflictYield)
+/// instead of sleeping on their thread. `priorConflicts`: the command's write
+/// conflicts in its earlier runs. A NoConflictYield scope inside turns it off
+/// (a step with an effect outside its storage transaction).
+class ConflictYieldScope {
+  public:
+    ConflictYieldScope(const CommandDurability& durability, int priorConflicts);
+    ~ConflictYieldScope();
+    ConflictYieldScope(const ConflictYieldScope&) = delete;
+    ConflictYieldScope& operator=(const ConflictYieldScope&) = delete;
+
+  private:
+    friend bool waitOutWriteConflict(int attempt);
+    friend class NoConflictYield;
+    const CommandDurability& durability_;
+    int prior_;
+    int suppressed_ = 0;
+    ConflictYieldScope* outer_;
+};
+
+class NoConflictYield {
+  public:
+    NoConflictYield();
+    ~NoConflictYield();
+    NoConflictYield(const NoConflictYield&) = delete;
+    NoConflictYield& operator=(const NoConflictYield&) = delete;
+};
+
+/// A single-document write's `attempt`th WriteConflict in a row (0-based), as
+/// mongod's writeConflictRetry: false once the retries are exhausted (the
+/// caller rethrows); otherwise checks for interruption, then either yields the
+/// thread (throws ConflictYield, see above) or backs off on it and returns true.
+bool waitOutWriteConflict(int attempt);
 
 /// A multi-document transaction that WiredTiger rolled back: when its writes
 /// take 15% of the cache or more (mongod's transactionTooLargeForCacheThreshold,
@@ -129,8 +178,7 @@ auto runWriteTxn(Store& store, Fn&& fn) {
         } catch (const DBException& e) {
             // Also a conflict that reached us as a Status (not only the
             // exception type): a single-document write never reports it.
-            if (e.code() != ErrorCode::WriteConflict || attempt > 10000) throw;
-            writeConflictBackoff(attempt);
+            if (e.code() != ErrorCode::WriteConflict || !waitOutWriteConflict(attempt)) throw;
         }
     }
 }

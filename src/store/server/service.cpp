@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
+#include "store/storage/engine.h"
 
 namespace halo::store {
 
@@ -38,6 +39,19 @@ asio::awaitable<net::HandlerResult> ServiceConnection::onFrame(net::Frame frame)
     const auto deadline = deferral.deadline;  // the first request's deadline bounds the whole wait
     while (deferral.requested) {
         auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+        if (deferral.writeConflicts > 0) {
+            // A write waiting on another transaction's write (ConflictYield):
+            // the thread serves the other connections, that transaction's
+            // among them, meanwhile; a killOp ends the wait early.
+            timer->expires_after(writeConflictDelay(deferral.writeConflicts));
+            if (store_.operations().waitOn(*active, timer)) {
+                asio::error_code ec;
+                co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            }
+            deferral = Deferral{.writeConflicts = deferral.writeConflicts};
+            r = handle(frame, &deferral, false);
+            continue;
+        }
         timer->expires_at(deadline);
         bool wait = store_.operations().waitOn(*active, timer);
         if (deferral.cursorId) store_.cursors().wakeOnKill(deferral.cursorId, timer);

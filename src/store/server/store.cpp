@@ -27,6 +27,13 @@ namespace halo::store {
 
 namespace {
 
+/// The write commands whose writes give their thread back while they wait on
+/// another transaction's write (ConflictYieldScope).
+bool yieldsOnWriteConflict(std::string_view name) {
+    return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
+           name == "findandmodify";
+}
+
 std::string firstCommandString(const bson_t* cmd) {
     bson_iter_t it;
     if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
@@ -360,7 +367,8 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     // The failCommand fail point acts before anything else about the command
     // (mongod evaluates it before authorization and before the session).
     std::optional<bson::Doc> labelsOverride;
-    if (client.blockedByFailPoint || failPoints_.failCommand.maybeOn()) {
+    const bool rerunAfterConflict = deferral && deferral->writeConflicts > 0;
+    if (!rerunAfterConflict && (client.blockedByFailPoint || failPoints_.failCommand.maybeOn())) {
         if (applyFailCommand(client, db, *spec, args, reply, deferral, finalAttempt,
                              &labelsOverride))
             return;
@@ -433,6 +441,9 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     // The command's writes are durable before its reply (and before change
     // streams see them): one journal sync here, or when an error ends it.
     CommandDurability durability(*this);
+    std::optional<ConflictYieldScope> yieldOnConflict;
+    if (deferral && !client.internal && yieldsOnWriteConflict(name))
+        yieldOnConflict.emplace(durability, deferral->writeConflicts);
     try {
         gossipClusterTime(args);
         runWithSession(op, *spec, &body);
@@ -443,6 +454,10 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
         // The write happened; the write concern could not be satisfied.
         if (wcError && !(deferral && deferral->requested))
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", wcError->get());
+    } catch (const ConflictYield& y) {
+        bson_reinit(reply);  // nothing of it happened: it runs again later
+        deferral->requested = true;
+        deferral->writeConflicts = y.attempts;
     } catch (const ErrorWithInfo& e) {
         bson_reinit(reply);
         appendError(reply, e.status());

@@ -57,16 +57,21 @@ void Session::commitThenSync() {
     wtCheck(s_->log_flush(s_, "sync=on"), "log_flush");
 }
 
+std::chrono::microseconds writeConflictDelay(int attempt) {
+    using std::chrono::microseconds;
+    return attempt < 4     ? microseconds(0)
+           : attempt < 10  ? microseconds(100)
+           : attempt < 100 ? microseconds(1000)
+           : attempt < 200 ? microseconds(5000)
+                           : microseconds(10000);
+}
+
 void writeConflictBackoff(int attempt) {
-    if (attempt < 4) {
+    auto wait = writeConflictDelay(attempt);
+    if (wait.count() == 0)
         std::this_thread::yield();
-        return;
-    }
-    std::chrono::microseconds wait = attempt < 10    ? std::chrono::microseconds(100)
-                                     : attempt < 100 ? std::chrono::microseconds(1000)
-                                     : attempt < 200 ? std::chrono::microseconds(5000)
-                                                     : std::chrono::microseconds(10000);
-    std::this_thread::sleep_for(wait);
+    else
+        std::this_thread::sleep_for(wait);
 }
 
 void Session::setCommitTimestamp(uint64_t ts) {

@@ -6,6 +6,7 @@
 // by one thread at a time, as WiredTiger requires.
 #include <wiredtiger.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -109,6 +110,8 @@ class Txn {
 /// once, later ones sleep longer (up to 10 ms), so a writer waiting out
 /// another's commit does not spin on the CPU that commit needs.
 void writeConflictBackoff(int attempt);
+/// How long writeConflictBackoff(attempt) sleeps (zero: it only yields the CPU).
+std::chrono::microseconds writeConflictDelay(int attempt);
 
 class Engine {
   public:

@@ -222,3 +222,39 @@ test('a getMore must come from the session and transaction that opened the curso
     conn.destroy();
   }
 });
+
+test('a write waiting on an open transaction frees its thread: the transaction commits on that thread', { timeout: 30_000 }, async () => {
+  // One command thread: the transaction's connection and the waiting writer's
+  // share it. A writer that slept on its thread until the transaction ended
+  // would keep commitTransaction (and currentOp) from running until the
+  // transaction lifetime limit aborted it.
+  const one = await startStore({ replSet: 'rs0', extraArgs: ['--threads', '1'] });
+  const c = new MongoClient(one.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
+  try {
+    await c.connect();
+    const name = collName();
+    const coll = c.db('tx').collection(name);
+    await coll.insertOne({ _id: 1, v: 0, n: 0 });
+    const s = c.startSession();
+    s.startTransaction();
+    await coll.updateOne({ _id: 1 }, { $set: { v: 1 } }, { session: s });
+    const waiting = coll.updateOne({ _id: 1 }, { $inc: { n: 1 } });
+    // The writer has reached the document and waits on the transaction's write.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const ops = await c.db('admin').aggregate([{ $currentOp: {} }, { $match: { ns: `tx.${name}`, op: 'update' } }]).toArray();
+      if (ops.length > 0) break;
+      assert.ok(Date.now() < deadline, 'the waiting update never showed in $currentOp');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await s.commitTransaction();
+    await s.endSession();
+    const r = await waiting;
+    assert.equal(r.modifiedCount, 1);
+    // It applied after the transaction, to the committed version.
+    assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1, v: 1, n: 1 });
+  } finally {
+    await c.close();
+    await one.cleanup();
+  }
+});

@@ -37,6 +37,7 @@ const H = durationMs(HORIZON);
 const WRITERS = 4;
 const ROUNDS = Number(process.env.HALO_FAULT_ROUNDS || (FEEDER_MODE === 'lazy' ? 2 : 8));
 const NS = 'shop.orders';
+const LEASE_MS = 3000;
 
 let t;
 let proxyB;
@@ -118,7 +119,7 @@ test('kill -9 of the worker leader, the standby proxy, the fast store and the ar
     guard: '500ms',
     causalWaitTimeout: '10s',
     workers: {
-      lease: '3s',
+      lease: `${LEASE_MS}ms`,
       feeder: { mode: FEEDER_MODE, lazyDelay: '1m' },
       evictor: { interval: '100ms' },
       warmer: { interval: '200ms' },
@@ -296,6 +297,7 @@ test('kill -9 of the worker leader, the standby proxy, the fast store and the ar
     victims.push(...round);
   }
   const schedule = [];
+  const takeovers = []; // ms from kill -9 of the leader to a proxy reporting 'leader'
   try {
     for (const victim of victims) {
       // Let the load run for a random number of acknowledged writes, then crash.
@@ -312,8 +314,19 @@ test('kill -9 of the worker leader, the standby proxy, the fast store and the ar
         let i = roles.indexOf(victim);
         if (i < 0) i = rng.int(0, 1);
         schedule[schedule.length - 1].killed = `${i === 0 ? 'A' : 'B'} (${roles[i]})`;
+        const killedAt = Date.now();
         await proxies[i].kill();
         await proxies[i].restart({ samePort: true });
+        if (roles[i] === 'leader') {
+          // Takeover: the lease expires (at most LEASE after its last renewal) and a proxy,
+          // the standby or the restarted one, takes it within a third of LEASE more.
+          await waitUntil(`a proxy to take the worker lease over (${replay()})`, async () => (await Promise.all(proxies.map(roleOf))).includes('leader'), {
+            abortIf: () => writerCrash || crashed(),
+            timeoutMs: 60_000,
+          });
+          takeovers.push(Date.now() - killedAt);
+          schedule[schedule.length - 1].takeoverMs = takeovers[takeovers.length - 1];
+        }
       } else if (victim === 'feeder') {
         // No crash: an operator's pause of 1-4 s, which the load must not notice.
         const ms = rng.int(1000, 4000);
@@ -389,9 +402,12 @@ test('kill -9 of the worker leader, the standby proxy, the fast store and the ar
   process.stdout.write(
     `# fault history: ${stats.ops} operations, ${stats.acked} writes acknowledged, ${stats.unknown} writes failed (unknown outcome), ` +
       `${stats.reads} reads (${stats.readErrors} failed), ${kills} kills, ${schedule.length - kills} feeder pauses; ` +
+      `${takeovers.length} leader takeovers (lease ${LEASE_MS} ms), in ${takeovers.length ? `${Math.min(...takeovers)}-${Math.max(...takeovers)}` : '-'} ms; ` +
       `checker: ${violations.length ? `${violations.length} violations` : 'every acknowledged write present in its latest version, no delete undone, reads saw their writes, the archive converged'}\n`,
   );
   assert.deepEqual(violations.slice(0, 25), [], `${violations.length} violations; ${summary}`);
   assert.ok(certain > 100, `too little acknowledged work to mean anything: ${summary}`);
+  // Within the lease, one renewal period and the restart and polling around them.
+  for (const ms of takeovers) assert.ok(ms <= LEASE_MS * 2 + 10_000, `a takeover took ${ms} ms with a ${LEASE_MS} ms lease: ${summary}`);
   process.stdout.write(`# fault: ${summary.slice(0, 2000)}\n`);
 });

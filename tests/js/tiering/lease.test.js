@@ -7,7 +7,7 @@ const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { MongoClient } = require('mongodb');
-const { startTiered, ProxyServer, waitUntil } = require('../lib/tiered');
+const { startTiered, ProxyServer, waitUntil, durationMs } = require('../lib/tiered');
 
 const LEASE = '2s';
 let t;
@@ -66,10 +66,16 @@ test('two proxies: one connection string, one worker leader, takeover when it di
   // (plus one renewal period), and its feeder carries on.
   const leader = (await role(first)) === 'leader' ? first : second;
   const survivor = leader === first ? second : first;
+  const killedAt = Date.now();
   await leader.kill();
   await waitUntil('the standby becomes the leader', async () => (await role(survivor)) === 'leader', {
     timeoutMs: 20_000,
   });
+  const takeoverMs = Date.now() - killedAt;
+  process.stdout.write(`# takeover: the standby led ${takeoverMs} ms after kill -9 of the leader (lease ${durationMs(LEASE)} ms)\n`);
+  // The lease runs out at most LEASE after its last renewal, and the standby tries
+  // every third of LEASE; the rest is slack for the polling and a loaded machine.
+  assert.ok(takeoverMs <= durationMs(LEASE) * 2 + 5000, `takeover took ${takeoverMs} ms`);
   const c = new MongoClient(survivor.uri(), { serverSelectionTimeoutMS: 10_000 });
   try {
     const orders = c.db('shop').collection('orders');
