@@ -255,6 +255,7 @@ namespace halo {
     X(Location17261, 17261)                          \
     X(Location40323, 40323)                          \
     X(Location40324, 40324)                          \
+    X(Location6047401, 6047401)                      \
     X(Location15952, 15952)                          \
     X(Location16436, 16436)                          \
     X(Location40234, 40234)                          \

@@ -90,28 +90,12 @@ constexpr StageEntry kStages[] = {
 /// Stages mongod has that this store does not implement: a clear error instead
 /// of "unrecognized", and never a silent no-op.
 constexpr const char* kUnsupported[] = {
-    "$geoNear",
-    "$graphLookup",
-    "$unionWith",
-    "$bucketAuto",
-    "$redact",
-    "$setWindowFields",
-    "$densify",
-    "$fill",
-    "$changeStream",
-    "$currentOp",
-    "$collStats",
-    "$indexStats",
-    "$listSessions",
-    "$planCacheStats",
-    "$search",
-    "$searchMeta",
-    "$listSearchIndexes",
-    "$vectorSearch",
-    "$shardedDataDistribution",
-    "$listCatalog",
-    "$queryStats",
-    "$changeStreamSplitLargeEvent",
+    "$geoNear",      "$graphLookup",    "$unionWith",
+    "$bucketAuto",   "$redact",         "$setWindowFields",
+    "$densify",      "$fill",           "$changeStream",
+    "$currentOp",    "$collStats",      "$indexStats",
+    "$listSessions", "$planCacheStats", "$shardedDataDistribution",
+    "$listCatalog",  "$queryStats",     "$changeStreamSplitLargeEvent",
 };
 
 const StageEntry* findStage(std::string_view name) {
@@ -127,6 +111,11 @@ void checkKnown(const StageSpec& s) {
     if (s.name == "$out" || s.name == "$merge")
         uasserted(static_cast<ErrorCode>(40601),
                   fmt::format("{} can only be the final stage in the pipeline", s.name));
+    // Atlas Search stages need mongot: mongod 7.0 without it refuses them so.
+    if (s.name == "$search" || s.name == "$searchMeta" || s.name == "$vectorSearch" ||
+        s.name == "$listSearchIndexes")
+        uasserted(ErrorCode::Location6047401,
+                  fmt::format("{} stage is only allowed on MongoDB Atlas", s.name));
     for (const char* u : kUnsupported)
         if (s.name == u)
             uasserted(

@@ -468,6 +468,12 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
         r.need(ns, {A::validate});
     } else if (name == "compact") {
         r.need(ns, {A::compact});
+    } else if (name == "createSearchIndexes") {
+        r.need(ns, {A::createSearchIndexes});
+    } else if (name == "updateSearchIndex") {
+        r.need(ns, {A::updateSearchIndex});
+    } else if (name == "dropSearchIndex") {
+        r.need(ns, {A::dropSearchIndex});
     } else if (name == "profile") {
         r.need(database, {A::enableProfiler});
     } else if (name == "aggregate") {

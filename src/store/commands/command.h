@@ -62,6 +62,9 @@ struct CommandSpec {
     /// A test command: unknown (CommandNotFound) unless the store runs with
     /// --setParameter enableTestCommands=1, as in mongod.
     bool testOnly = false;
+    /// A client's write command whose single-document writes, waiting on an
+    /// open transaction's write, give their thread back (ConflictYieldScope).
+    bool yieldsOnWriteConflict = false;
 };
 
 /// The process-wide command table. Registration happens during static

@@ -611,7 +611,8 @@ void runInsert(OperationContext& op, bson_t* reply) {
     appendWriteErrors(reply, errors);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"insert"}, runInsert});
+HALO_REGISTER_COMMAND(CommandSpec{
+    .names = {"insert"}, .run = runInsert, .yieldsOnWriteConflict = true});
 
 /// One update statement's transformation: operator/replacement updates via the
 /// UpdateDriver, or an aggregation pipeline ($set/$unset/$project/$replaceRoot...).
@@ -1007,7 +1008,8 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     appendWriteErrors(reply, errors);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"update"}, runUpdate});
+HALO_REGISTER_COMMAND(CommandSpec{
+    .names = {"update"}, .run = runUpdate, .yieldsOnWriteConflict = true});
 
 /// Deletes matching documents (limit 1 stops at the first); returns the count.
 int64_t deleteDocs(Store& store, const std::string& ns, const bson_t* q, bool justOne,
@@ -1135,7 +1137,8 @@ void runDelete(OperationContext& op, bson_t* reply) {
     appendWriteErrors(reply, errors);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"delete"}, runDelete});
+HALO_REGISTER_COMMAND(CommandSpec{
+    .names = {"delete"}, .run = runDelete, .yieldsOnWriteConflict = true});
 
 void runFindAndModify(OperationContext& op, bson_t* reply) {
     std::string ns = nsOf(op);
@@ -1223,7 +1226,9 @@ void runFindAndModify(OperationContext& op, bson_t* reply) {
     bson_destroy(&q);
 }
 
-HALO_REGISTER_COMMAND(CommandSpec{{"findAndModify", "findandmodify"}, runFindAndModify});
+HALO_REGISTER_COMMAND(CommandSpec{.names = {"findAndModify", "findandmodify"},
+                                  .run = runFindAndModify,
+                                  .yieldsOnWriteConflict = true});
 
 // ---------------------------------------------------------------- count / distinct
 

@@ -93,6 +93,18 @@ void runCompact(OperationContext& op, bson_t* reply) {
 
 HALO_REGISTER_COMMAND(CommandSpec{{"compact"}, runCompact});
 
+/// createSearchIndexes, updateSearchIndex, dropSearchIndex: Atlas Search needs
+/// mongot, which a mongod without searchIndexManagementHostAndPort (and this
+/// store) does not have; mongod 7.0 answers so before anything else.
+void runSearchIndexCommand(OperationContext&, bson_t*) {
+    uasserted(ErrorCode::CommandNotSupported,
+              "Search index commands are only supported with Atlas.");
+}
+
+HALO_REGISTER_COMMAND(CommandSpec{{"createSearchIndexes"}, runSearchIndexCommand});
+HALO_REGISTER_COMMAND(CommandSpec{{"updateSearchIndex"}, runSearchIndexCommand});
+HALO_REGISTER_COMMAND(CommandSpec{{"dropSearchIndex"}, runSearchIndexCommand});
+
 /// {fsync: 1}: a checkpoint, so the data files hold every write (and file sizes
 /// show them). The fsync lock is not supported.
 void runFsync(OperationContext& op, bson_t* reply) {

@@ -27,13 +27,6 @@ namespace halo::store {
 
 namespace {
 
-/// The write commands whose writes give their thread back while they wait on
-/// another transaction's write (ConflictYieldScope).
-bool yieldsOnWriteConflict(std::string_view name) {
-    return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
-           name == "findandmodify";
-}
-
 std::string firstCommandString(const bson_t* cmd) {
     bson_iter_t it;
     if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
@@ -442,7 +435,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     // streams see them): one journal sync here, or when an error ends it.
     CommandDurability durability(*this);
     std::optional<ConflictYieldScope> yieldOnConflict;
-    if (deferral && !client.internal && yieldsOnWriteConflict(name))
+    if (spec->yieldsOnWriteConflict && deferral && !client.internal)
         yieldOnConflict.emplace(durability, deferral->writeConflicts);
     try {
         gossipClusterTime(args);

@@ -501,3 +501,33 @@ test('a transaction started with readConcern snapshot and atClusterTime reads at
   assert.deepEqual((await run({ find: name, ...txn })).cursor.firstBatch, [{ _id: 1, v: 'old' }], 'every statement reads at it');
   assert.equal((await run({ abortTransaction: 1, ...txn }, 'admin')).ok, 1);
 });
+
+// ------------------------------------------------------------ Atlas-only and refused features
+
+test('search index commands and search stages fail with mongod 7.0\'s errors naming Atlas', async () => {
+  const name = collName();
+  assert.equal((await run({ insert: name, documents: [{ _id: 1 }] })).ok, 1);
+  for (const cmd of [
+    { createSearchIndexes: name, indexes: [{ name: 's', definition: { mappings: { dynamic: true } } }] },
+    { updateSearchIndex: name, name: 's', definition: { mappings: { dynamic: true } } },
+    { dropSearchIndex: name, name: 's' },
+  ]) {
+    assertError(await run(cmd), 115, 'CommandNotSupported', 'Search index commands are only supported with Atlas.');
+  }
+  for (const stage of ['$listSearchIndexes', '$search', '$searchMeta', '$vectorSearch']) {
+    const r = await run({ aggregate: name, pipeline: [{ [stage]: {} }], cursor: {} });
+    assertError(r, 6047401, 'Location6047401', `${stage} stage is only allowed on MongoDB Atlas`);
+  }
+  // The driver's helpers see the same.
+  const coll = client.db(DB).collection(name);
+  await assert.rejects(coll.createSearchIndex({ name: 's', definition: { mappings: { dynamic: true } } }), /only supported with Atlas/);
+  await assert.rejects(coll.listSearchIndexes().toArray(), /only allowed on MongoDB Atlas/);
+});
+
+test('time-series collections are refused, never created as ordinary collections', async () => {
+  const name = collName();
+  const r = await run({ create: name, timeseries: { timeField: 't', metaField: 'm' } });
+  assertError(r, 115, 'CommandNotSupported', 'time-series collections are not supported by this store');
+  const listed = await run({ listCollections: 1, filter: { name } });
+  assert.deepEqual(listed.cursor.firstBatch, [], 'nothing was created');
+});
