@@ -60,6 +60,16 @@ int main(int argc, char** argv) {
                      "Most simultaneous connections; more are closed at once (as mongod)")
         ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
         ->capture_default_str();
+    store
+        ->add_option("--slowms", so.slowMs,
+                     "Operations slower than this many ms are logged (\"Slow query\") and "
+                     "profiled at level 1")
+        ->capture_default_str();
+    store
+        ->add_option("--slowOpSampleRate", so.slowOpSampleRate,
+                     "Fraction of slow operations logged and profiled")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
     store->add_option("--wiredTigerCacheSizeGB", so.cacheSizeGB, "WiredTiger cache size in GB")
         ->capture_default_str();
     store

@@ -87,14 +87,61 @@ bson::Doc profileDoc(const ClientState& client, std::string_view db, const bson_
     return d;
 }
 
-bool shouldProfile(const ProfileSettings::Snapshot& s, const bson_t* doc, int64_t micros) {
-    if (s.db.level == 2) return true;
-    if (s.db.level != 1) return false;
-    if (s.db.filter) return s.db.filter->matches(doc);
-    if (micros / 1000 < s.slowMs) return false;
-    if (s.sampleRate >= 1.0) return true;
+bool sampled(double rate) {
+    if (rate >= 1.0) return true;
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < s.sampleRate;
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < rate;
+}
+
+/// The command as a log line shows it: passwords and SASL payloads replaced,
+/// and a command over 10 KB (mongod's maxLogSizeKB) cut to its first field.
+bson::Doc loggableCommand(const bson_t* cmd) {
+    constexpr uint32_t kMaxBytes = 10 * 1024;
+    bson::Doc shown;
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    bool first = true;
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        if (!first && cmd->len > kMaxBytes) {
+            BSON_APPEND_BOOL(shown.mut(), "$truncated", true);
+            break;
+        }
+        first = false;
+        if (k == "pwd" || k == "payload")
+            BSON_APPEND_UTF8(shown.mut(), std::string(k).c_str(), "xxx");
+        else
+            bson::appendIter(shown.mut(), k, it);
+    }
+    return shown;
+}
+
+/// mongod's slow query line (51803): the operation's profile fields, in the
+/// order mongod logs them.
+void logSlowQuery(const ClientState& client, const bson_t* cmd, const bson::Doc& profiled,
+                  int64_t micros) {
+    bson::Doc attr;
+    BSON_APPEND_UTF8(attr.mut(), "type", "command");
+    bson_iter_t it;
+    auto copy = [&](const char* from, const char* to) {
+        if (bson::find(profiled.get(), from, &it)) bson::appendIter(attr.mut(), to, it);
+    };
+    copy("ns", "ns");
+    copy("appName", "appName");
+    bson::Doc shown = loggableCommand(cmd);
+    BSON_APPEND_DOCUMENT(attr.mut(), "command", shown.get());
+    for (const char* f : {"nreturned", "ninserted", "nMatched", "nModified", "ndeleted"})
+        copy(f, f);
+    copy("numYield", "numYields");
+    for (const char* f : {"ok", "errMsg", "errName", "errCode"}) copy(f, f);
+    copy("responseLength", "reslen");
+    bson_t empty;
+    BSON_APPEND_DOCUMENT_BEGIN(attr.mut(), "locks", &empty);
+    bson_append_document_end(attr.mut(), &empty);
+    BSON_APPEND_UTF8(attr.mut(), "remote", client.remote.c_str());
+    BSON_APPEND_UTF8(attr.mut(), "protocol", "op_msg");
+    bson::appendNumber(attr.mut(), "durationMillis", micros / 1000);
+    log::info("command", 51803, "Slow query", attr.toJson());
 }
 
 /// Appends `doc` to <db>.system.profile (created capped, without an _id index,
@@ -152,12 +199,20 @@ void record(Store& store, const std::string& db, const bson::Doc& doc) {
 
 void profileCommand(Store& store, const ClientState& client, std::string_view db, const bson_t* cmd,
                     const bson_t* reply, int64_t micros) {
-    if (!store.profiling().anyEnabled()) return;
-    auto settings = store.profiling().get(std::string(db));
-    if (settings.db.level == 0) return;
+    ProfileSettings& profiling = store.profiling();
+    const bool slow = micros / 1000 > profiling.slowMs();
+    if (!slow && !profiling.anyWatched()) return;
+    auto settings = profiling.get(std::string(db));
+    if (!slow && settings.db.level == 0 && !settings.db.filter) return;
     try {
         bson::Doc doc = profileDoc(client, db, cmd, reply, micros);
-        if (shouldProfile(settings, doc.get(), micros)) record(store, std::string(db), doc);
+        // As mongod: a database's filter decides both the log line and level 1
+        // profiling; without one, slowms and one sampleRate draw decide both.
+        const bool chosen = settings.db.filter ? settings.db.filter->matches(doc.get())
+                                               : slow && sampled(settings.sampleRate);
+        if (chosen) logSlowQuery(client, cmd, doc, micros);
+        if (settings.db.level == 2 || (settings.db.level == 1 && chosen))
+            record(store, std::string(db), doc);
     } catch (const std::exception& e) {
         log::warning(
             "command", 20700, "Failed to write to the profile collection",

@@ -13,7 +13,9 @@ namespace halo::store {
 class Store;
 struct ClientState;
 
-/// Called by the dispatcher after every command; cheap while profiling is off.
+/// Called by the dispatcher after every command: records it in system.profile
+/// and logs mongod's "Slow query" line (51803) when the settings say so; one
+/// comparison for a fast command while profiling is off.
 /// Never throws: a failure to record is logged.
 void profileCommand(Store& store, const ClientState& client, std::string_view db, const bson_t* cmd,
                     const bson_t* reply, int64_t micros);

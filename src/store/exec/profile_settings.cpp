@@ -16,6 +16,13 @@ ProfileSettings::Snapshot ProfileSettings::get(const std::string& db) const {
     return s;
 }
 
+void ProfileSettings::setServerDefaults(int slowMs, double sampleRate) {
+    std::lock_guard lk(mu_);
+    slowMs_ = slowMs;
+    slowMsNow_ = slowMs;
+    sampleRate_ = sampleRate;
+}
+
 ProfileSettings::Snapshot ProfileSettings::update(
     const std::string& db, std::optional<int> level, std::optional<int> slowMs,
     std::optional<double> sampleRate,
@@ -28,16 +35,17 @@ ProfileSettings::Snapshot ProfileSettings::update(
     before.db.filterSpec = d.filterSpec.copy();
     before.slowMs = slowMs_;
     before.sampleRate = sampleRate_;
-    if (level) {
-        if (d.level == 0 && *level > 0) ++enabledDatabases_;
-        if (d.level > 0 && *level == 0) --enabledDatabases_;
-        d.level = *level;
-    }
+    const bool watched = d.level > 0 || d.filter;
+    if (level) d.level = *level;
     if (filter) {
         d.filter = std::move(filter->first);
         d.filterSpec = std::move(filter->second);
     }
-    if (slowMs) slowMs_ = *slowMs;
+    if (const bool now = d.level > 0 || d.filter; now != watched) watchedDatabases_ += now ? 1 : -1;
+    if (slowMs) {
+        slowMs_ = *slowMs;
+        slowMsNow_ = *slowMs;
+    }
     if (sampleRate) sampleRate_ = *sampleRate;
     return before;
 }

@@ -4,8 +4,9 @@
 // server-wide slowms and sampleRate. In memory only (mongod's --profile is
 // not a start-up option here).
 //
-// Thread-safety: all methods are thread-safe; anyEnabled() is one atomic load,
-// so the dispatcher pays nothing while profiling is off everywhere.
+// Thread-safety: all methods are thread-safe; anyWatched() and slowMs() are one
+// atomic load each, so the dispatcher pays nothing for a fast command while
+// profiling is off everywhere.
 #include <atomic>
 #include <map>
 #include <memory>
@@ -34,8 +35,14 @@ class ProfileSettings {
         double sampleRate = 1.0;
     };
 
-    bool anyEnabled() const { return enabledDatabases_.load() > 0; }
+    /// Whether some database profiles (level 1 or 2) or has a filter (which
+    /// also decides its slow-query log lines at level 0).
+    bool anyWatched() const { return watchedDatabases_.load() > 0; }
+    /// The server-wide slowms (one atomic load).
+    int slowMs() const { return slowMsNow_.load(std::memory_order_relaxed); }
     Snapshot get(const std::string& db) const;
+    /// The server-wide settings at start-up (--slowms, --slowOpSampleRate).
+    void setServerDefaults(int slowMs, double sampleRate);
 
     /// Applies a profile command's changes (absent: unchanged); returns the
     /// settings from before. `filter` set to nullopt keeps it; a null pointer
@@ -50,7 +57,8 @@ class ProfileSettings {
     std::map<std::string, Database> dbs_;
     int slowMs_ = 100;
     double sampleRate_ = 1.0;
-    std::atomic<int> enabledDatabases_{0};
+    std::atomic<int> watchedDatabases_{0};
+    std::atomic<int> slowMsNow_{100};
 };
 
 }  // namespace halo::store

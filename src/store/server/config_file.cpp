@@ -99,6 +99,23 @@ bool applyRoot(YAML::Node root, StoreOptions& o, const FlagGiven& given, std::st
             set("--logpath", o.logPath, sl["path"]);
         if (sl["verbosity"] && !given("--verbose")) o.verbose = sl["verbosity"].as<int>() > 0;
     }
+    if (auto prof = root["operationProfiling"]) {
+        for (auto it = prof.begin(); it != prof.end(); ++it) {
+            std::string k = it->first.as<std::string>();
+            if (k != "slowOpThresholdMs" && k != "slowOpSampleRate") {
+                // mode (profiling every database from the start) and filter are
+                // set per database with the profile command instead.
+                *err = "unsupported option 'operationProfiling." + k + "'";
+                return false;
+            }
+        }
+        set("--slowms", o.slowMs, prof["slowOpThresholdMs"]);
+        set("--slowOpSampleRate", o.slowOpSampleRate, prof["slowOpSampleRate"]);
+        if (o.slowOpSampleRate < 0.0 || o.slowOpSampleRate > 1.0) {
+            *err = "operationProfiling.slowOpSampleRate: must be between 0 and 1";
+            return false;
+        }
+    }
     if (auto repl = root["replication"]) {
         set("--replSet", o.replSet, repl["replSetName"]);
         set("--oplogSize", o.oplogSizeMB, repl["oplogSizeMB"]);
@@ -133,7 +150,8 @@ bool applyRoot(YAML::Node root, StoreOptions& o, const FlagGiven& given, std::st
     for (auto it = root.begin(); it != root.end(); ++it) {
         std::string k = it->first.as<std::string>();
         if (k != "storage" && k != "net" && k != "systemLog" && k != "replication" &&
-            k != "processManagement" && k != "setParameter" && k != "security") {
+            k != "processManagement" && k != "setParameter" && k != "security" &&
+            k != "operationProfiling") {
             *err = "unrecognized config section '" + k + "'";
             return false;
         }

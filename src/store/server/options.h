@@ -34,6 +34,11 @@ struct StoreOptions {
     bool auth = false;             // --auth / security.authorization: enabled
     // --maxConns / net.maxIncomingConnections: connections beyond it are closed at once.
     int64_t maxConns = 1'000'000;
+    // --slowms / operationProfiling.slowOpThresholdMs, --slowOpSampleRate /
+    // operationProfiling.slowOpSampleRate: the slow query log line's and the
+    // profiler's threshold and sampling (the profile command changes them later).
+    int slowMs = 100;
+    double slowOpSampleRate = 1.0;
     // setParameter enableTestCommands (mongod's name): test-only commands such
     // as configureFailPoint exist only with it.
     bool enableTestCommands = false;

@@ -111,7 +111,9 @@ void appendError(bson_t* reply, const Status& s) {
     bson_append_utf8(reply, "codeName", 8, name.data(), static_cast<int>(name.size()));
 }
 
-Store::Store(StoreOptions opts) : opts_(std::move(opts)) {}
+Store::Store(StoreOptions opts) : opts_(std::move(opts)) {
+    profiling_.setServerDefaults(opts_.slowMs, opts_.slowOpSampleRate);
+}
 
 Store::~Store() {
     stop();

@@ -433,6 +433,60 @@ test('profiler level 1: slowms decides, a filter replaces it; bad settings are r
   await expectServerError(pdb.command({ profile: 1, filter: 3 }), 2, 'BadValue');
 });
 
+test('slow query log lines (51803) follow slowms and a database\'s filter, with mongod\'s fields; passwords never show', async () => {
+  const pdb = ctx.client.db('slowlog');
+  const c = pdb.collection('c');
+  await c.insertOne({ _id: 0 });
+  const proc = ctx.server.proc;
+  const slowLines = [];
+  const listener = (line) => {
+    if (line.includes('"id":51803')) slowLines.push(JSON.parse(line));
+  };
+  proc.lineListeners.add(listener);
+  const logged = (pred, what) => waitFor(() => slowLines.find(pred), what);
+  try {
+    // A negative slowms logs every operation (as mongod).
+    await pdb.command({ profile: 0, slowms: -1 });
+    await c.find({ _id: 0 }).comment('logged-1').toArray();
+    const line = await logged((l) => l.attr.command.comment === 'logged-1', 'the find\'s slow query line');
+    assert.equal(line.msg, 'Slow query');
+    assert.equal(line.c, 'command');
+    assert.equal(line.attr.type, 'command');
+    assert.equal(line.attr.ns, 'slowlog.c');
+    assert.equal(line.attr.command.find, 'c');
+    assert.equal(line.attr.nreturned, 1);
+    assert.ok(line.attr.reslen > 0);
+    assert.equal(line.attr.protocol, 'op_msg');
+    assert.match(line.attr.remote, /^127\.0\.0\.1:\d+$/);
+    assert.ok(line.attr.durationMillis >= 0);
+    // In mongod's order.
+    const order = ['type', 'ns', 'appName', 'command', 'nreturned', 'numYields', 'reslen', 'locks', 'remote', 'protocol', 'durationMillis'];
+    assert.deepEqual(Object.keys(line.attr), order.filter((k) => k in line.attr));
+    // A failed command carries its error.
+    await pdb.command({ find: 'c', filter: { $bogus: 1 }, comment: 'failing' }).catch(() => {});
+    const failed = await logged((l) => l.attr.command.comment === 'failing', 'the failed find\'s line');
+    assert.equal(failed.attr.ok, 0);
+    assert.equal(failed.attr.errName, 'BadValue');
+    assert.equal(failed.attr.errCode, 2);
+    // A password is replaced, never logged.
+    const secret = 'never-in-the-log-42';
+    await pdb.command({ createUser: 'slowlog_user', pwd: secret, roles: [] });
+    const created = await logged((l) => l.attr.command.createUser === 'slowlog_user', 'the createUser line');
+    assert.equal(created.attr.command.pwd, 'xxx');
+    assert.ok(!proc.stdoutTail.concat(proc.stderrTail).some((l) => l.includes(secret)), 'the password is in the log');
+    await pdb.command({ dropUser: 'slowlog_user' });
+    // Back to 100 ms: fast operations are not logged; a filter (level 0) decides instead.
+    await pdb.command({ profile: 0, slowms: 100, filter: { 'command.comment': 'filtered' } });
+    await c.find({ _id: 0 }).comment('not-logged').toArray();
+    await c.find({ _id: 0 }).comment('filtered').toArray();
+    await logged((l) => l.attr.command.comment === 'filtered', 'the filtered find\'s line');
+    assert.ok(!slowLines.some((l) => l.attr.command.comment === 'not-logged'), 'a fast operation the filter does not match was logged');
+  } finally {
+    proc.lineListeners.delete(listener);
+    await pdb.command({ profile: 0, slowms: 100, filter: 'unset' });
+  }
+});
+
 // ---------------------------------------------------------------- privileges
 
 describe('with --auth: the privileges the helpers need', () => {

@@ -29,6 +29,7 @@ replication: {replSetName: fast, oplogSizeMB: 64}
 processManagement: {fork: false}
 setParameter: {ttlMonitorSleepSecs: 5, enableTestCommands: 1}
 security: {authorization: enabled}
+operationProfiling: {slowOpThresholdMs: 250, slowOpSampleRate: 0.5}
 )",
                                 o, kNoFlags, &err))
         << err;
@@ -48,6 +49,8 @@ security: {authorization: enabled}
     EXPECT_EQ(o.ttlMonitorSleepSecs, 5);
     EXPECT_TRUE(o.enableTestCommands);
     EXPECT_TRUE(o.auth);
+    EXPECT_EQ(o.slowMs, 250);
+    EXPECT_EQ(o.slowOpSampleRate, 0.5);
 }
 
 TEST(StoreConfig, FlagsWinOverTheFile) {
@@ -79,6 +82,10 @@ TEST(StoreConfig, RefusesWhatItDoesNotKnow) {
               "net.tls.mode: must be disabled, allowTLS, preferTLS or requireTLS");
     EXPECT_NE(refused("setParameter: {ttlMonitorSleepSecs: 0}\n").find("ttlMonitorSleepSecs"),
               std::string::npos);
+    EXPECT_EQ(refused("operationProfiling: {mode: all}\n"),
+              "unsupported option 'operationProfiling.mode'");
+    EXPECT_EQ(refused("operationProfiling: {slowOpSampleRate: 2}\n"),
+              "operationProfiling.slowOpSampleRate: must be between 0 and 1");
     // Wrong types and bad YAML are errors, not exceptions.
     EXPECT_FALSE(refused("net: {port: 70000}\n").empty());
     EXPECT_FALSE(refused("net: [1, 2]\nstorage: {dbPath: [x]}\n").empty());
