@@ -1377,9 +1377,18 @@ int64_t removeExpired(Store& store, int64_t nowMs) {
         if (bson::find(coll->options.get(), "capped", &capped) &&
             bson::isTruthy(*bson_iter_value(&capped)))
             continue;  // as mongod: TTL indexes do not expire capped collections
-        for (const auto& idx : coll->indexes) {
-            auto ttl = ttlOf(*idx);
-            if (!ttl) continue;
+        // The TTL indexes' (field, lifetime), and a clustered collection's
+        // expireAfterSeconds, which expires documents by their _id.
+        std::vector<std::pair<std::string, int64_t>> ttls;
+        for (const auto& idx : coll->indexes)
+            if (auto ttl = ttlOf(*idx)) ttls.push_back(std::move(*ttl));
+        bson_iter_t clusteredTtl;
+        if (bson_has_field(coll->options.get(), "clusteredIndex") &&
+            bson::find(coll->options.get(), "expireAfterSeconds", &clusteredTtl) &&
+            BSON_ITER_HOLDS_NUMBER(&clusteredTtl))
+            ttls.emplace_back("_id", bson_iter_as_int64(&clusteredTtl));
+        for (const auto& ttlEntry : ttls) {
+            const auto* ttl = &ttlEntry;
             // A date (or an array holding one) older than the lifetime;
             // other types never expire.
             bson::Doc q;
@@ -1414,11 +1423,14 @@ int64_t removeExpired(Store& store, int64_t nowMs) {
                     rs.done();
                 }
                 for (const auto& id : ids) {
-                    // The _id and the expiry again: a concurrent update wins.
+                    // The _id and the expiry again: a concurrent update wins
+                    // (an _id never changes: then the _id alone).
                     bson::Doc one = id.copy();
-                    BSON_APPEND_DOCUMENT_BEGIN(one.mut(), ttl->first.c_str(), &cond);
-                    BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
-                    bson_append_document_end(one.mut(), &cond);
+                    if (ttl->first != "_id") {
+                        BSON_APPEND_DOCUMENT_BEGIN(one.mut(), ttl->first.c_str(), &cond);
+                        BSON_APPEND_DATE_TIME(&cond, "$lt", nowMs - ttl->second * 1000);
+                        bson_append_document_end(one.mut(), &cond);
+                    }
                     CollectionLock lk(catalog);
                     removed += deleteDocs(store, coll->ns, one.get(), true, nullptr, nullptr,
                                           nullptr, nullptr, -1);

@@ -47,6 +47,134 @@ void checkValidationOptions(const std::string& ns, const bson_t* options, std::s
                               ns, withUuid, db));
 }
 
+/// The name a clustered collection's index was given ("_id_" by default), or
+/// nullopt for an ordinary collection.
+std::optional<std::string> clusteredIndexName(const CollectionEntry& c) {
+    bson_t spec;
+    if (!bson::subDocument(c.options.get(), "clusteredIndex", &spec)) return std::nullopt;
+    return bson::stringField(&spec, "name");
+}
+
+/// create's clusteredIndex option, checked as mongod 7.0 does, in the canonical
+/// form listCollections shows ({v: 2, key: {_id: 1}, name, unique: true});
+/// nullopt for `clusteredIndex: false`. Only clustering on _id is supported,
+/// as in mongod without test-only parameters: the store keeps the documents in
+/// its _id index order already, so a clustered collection differs only in how
+/// it is listed and in expiring by _id (expireAfterSeconds).
+std::optional<bson::Doc> canonicalClusteredIndex(const bson_iter_t& option) {
+    if (BSON_ITER_HOLDS_BOOL(&option)) {
+        if (!bson_iter_bool(&option)) return std::nullopt;
+        uasserted(static_cast<ErrorCode>(5979703),
+                  "The 'clusteredIndex' legacy format {clusteredIndex: <bool>} is only supported "
+                  "for specialized collections.");
+    }
+    if (!BSON_ITER_HOLDS_DOCUMENT(&option))
+        uasserted(static_cast<ErrorCode>(5979702),
+                  "'clusteredIndex' has to be a boolean or object.");
+    bson_t spec;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&option, &len, &data);
+    bson_init_static(&spec, data, len);
+    const char* ctx = "ClusteredUtil::parseClusteredInfo";
+    bson_iter_t it;
+    bson_iter_init(&it, &spec);
+    std::optional<bool> unique;
+    std::optional<bson::Doc> key;
+    std::string name = "_id_";
+    int64_t v = 2;
+    while (bson_iter_next(&it)) {
+        std::string_view k = bson_iter_key(&it);
+        auto wrongType = [&](const char* expected) {
+            uasserted(ErrorCode::TypeMismatch,
+                      fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type '{}'",
+                                  ctx, k, bson::typeName(bson_iter_type(&it)), expected));
+        };
+        if (k == "key") {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) wrongType("object");
+            bson_t kd;
+            bson::subDocument(&spec, "key", &kd);
+            key = bson::Doc::copyOf(&kd);
+        } else if (k == "unique") {
+            if (!BSON_ITER_HOLDS_BOOL(&it)) wrongType("bool");
+            unique = bson_iter_bool(&it);
+        } else if (k == "name") {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) wrongType("string");
+            name = bson_iter_utf8(&it, nullptr);
+        } else if (k == "v") {
+            if (!BSON_ITER_HOLDS_NUMBER(&it)) wrongType("int");
+            v = bson_iter_as_int64(&it);
+        } else {
+            uasserted(ErrorCode::Location40415,
+                      fmt::format("BSON field '{}.{}' is an unknown field.", ctx, k));
+        }
+    }
+    for (const char* required : {"key", "unique"})
+        if (!bson_has_field(&spec, required))
+            uasserted(
+                ErrorCode::Location40414,
+                fmt::format("BSON field '{}.{}' is missing but a required field", ctx, required));
+    if (!*unique)
+        uasserted(static_cast<ErrorCode>(5979700),
+                  "The clusteredIndex option requires unique: true to be specified");
+    bson_iter_t kit;
+    bool onId = bson_count_keys(key->get()) == 1 && bson_iter_init(&kit, key->get()) &&
+                bson_iter_next(&kit) && std::string_view(bson_iter_key(&kit)) == "_id" &&
+                BSON_ITER_HOLDS_NUMBER(&kit) && bson::toDouble(*bson_iter_value(&kit)) == 1.0;
+    if (!onId)
+        uasserted(ErrorCode::InvalidIndexSpecificationOption,
+                  "The clusteredIndex option is only supported for key: {_id: 1}");
+    if (v != 2)
+        uasserted(static_cast<ErrorCode>(5979704),
+                  fmt::format("Invalid clusteredIndex specification {}; cannot create a "
+                              "clusteredIndex with v={}",
+                              bson::toJson(&spec), v));
+    bson::Doc out;
+    BSON_APPEND_INT32(out.mut(), "v", 2);
+    bson_t k;
+    BSON_APPEND_DOCUMENT_BEGIN(out.mut(), "key", &k);
+    BSON_APPEND_INT32(&k, "_id", 1);
+    bson_append_document_end(out.mut(), &k);
+    BSON_APPEND_UTF8(out.mut(), "name", name.c_str());
+    BSON_APPEND_BOOL(out.mut(), "unique", true);
+    return out;
+}
+
+/// create's expireAfterSeconds: only for a clustered collection (its _id expires).
+void checkClusteredOptions(const bson_t* options, bool testCommands) {
+    bson_iter_t it;
+    const bool clustered = bson_has_field(options, "clusteredIndex");
+    if (bson::find(options, "expireAfterSeconds", &it)) {
+        if (!clustered)
+            uasserted(ErrorCode::InvalidOptions,
+                      "'expireAfterSeconds' can be used only for clustered collections or "
+                      "timeseries collections");
+        if (!BSON_ITER_HOLDS_NUMBER(&it))
+            uasserted(ErrorCode::TypeMismatch,
+                      fmt::format("BSON field 'create.expireAfterSeconds' is the wrong type '{}', "
+                                  "expected types '[long, int, decimal, double]'",
+                                  bson::typeName(bson_iter_type(&it))));
+        if (bson::toDouble(*bson_iter_value(&it)) < 0)
+            uasserted(ErrorCode::InvalidOptions,
+                      "TTL index 'expireAfterSeconds' option must be within an acceptable range, "
+                      "try a lower number");
+    }
+    if (!clustered) return;
+    if (bson_has_field(options, "size"))
+        uasserted(static_cast<ErrorCode>(6049200),
+                  "'size' field for capped collections is not allowed on clustered collections. "
+                  "Did you mean 'capped: true' with 'expireAfterSeconds'?");
+    if (bson_has_field(options, "max"))
+        uasserted(static_cast<ErrorCode>(6049204),
+                  "'max' field for capped collections is not allowed on clustered collections. "
+                  "Did you mean 'capped: true' with 'expireAfterSeconds'?");
+    if (bson::find(options, "capped", &it) && bson::isTruthy(*bson_iter_value(&it)))
+        uasserted(static_cast<ErrorCode>(6127800),
+                  testCommands ? "Clustered capped collections are not supported by this store"
+                               : "Clustered capped collection only available with "
+                                 "'enableTestCommands' server parameter");
+}
+
 void appendUuid(bson_t* out, const char* key, const CollectionEntry& e) {
     bson_append_binary(out, key, -1, BSON_SUBTYPE_UUID, e.uuid, 16);
 }
@@ -72,8 +200,14 @@ HALO_REGISTER_COMMAND(CommandSpec{
             if (k == "timeseries")
                 uasserted(ErrorCode::CommandNotSupported,
                           "time-series collections are not supported by this store");
+            if (k == "clusteredIndex") {
+                if (auto spec = canonicalClusteredIndex(it))
+                    BSON_APPEND_DOCUMENT(options.mut(), "clusteredIndex", spec->get());
+                continue;
+            }
             bson::appendIter(options.mut(), k, it);
         }
+        checkClusteredOptions(options.get(), op.store.options().enableTestCommands);
         checkValidationOptions(ns, options.get(), "create", nullptr);
         std::unique_lock lk(op.store.catalog().ddlLock());
         auto sw = op.store.catalog().createCollection(ns, options.get());
@@ -193,14 +327,15 @@ HALO_REGISTER_COMMAND(CommandSpec{
             BSON_APPEND_UTF8(d.mut(), "type", "collection");
             if (!nameOnly) {
                 BSON_APPEND_DOCUMENT(d.mut(), "options", c->options.get());
-                bson_t info, idIndex;
+                bson_t info;
                 BSON_APPEND_DOCUMENT_BEGIN(d.mut(), "info", &info);
                 BSON_APPEND_BOOL(&info, "readOnly", false);
                 appendUuid(&info, "uuid", *c);
                 bson_append_document_end(d.mut(), &info);
-                if (const IndexEntry* id = c->idIndex())
+                // A clustered collection has no separate _id index (mongod lists none).
+                const IndexEntry* id = c->idIndex();
+                if (id && !bson_has_field(c->options.get(), "clusteredIndex"))
                     BSON_APPEND_DOCUMENT(d.mut(), "idIndex", id->spec.get());
-                (void)idIndex;
             }
             if (matcher && !matcher->matches(d.get())) continue;
             std::string k = std::to_string(i++);
@@ -450,9 +585,26 @@ HALO_REGISTER_COMMAND(CommandSpec{
         std::string cns = op.db + ".$cmd.listIndexes." + coll->name;
         BSON_APPEND_UTF8(&cursor, "ns", cns.c_str());
         BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &arr);
+        bson_t clustered;
+        const bool isClustered =
+            bson::subDocument(coll->options.get(), "clusteredIndex", &clustered);
         for (size_t i = 0; i < coll->indexes.size(); ++i) {
             std::string k = std::to_string(i);
-            BSON_APPEND_DOCUMENT(&arr, k.c_str(), coll->indexes[i]->spec.get());
+            const IndexEntry& idx = *coll->indexes[i];
+            if (!isClustered || !idx.isIdIndex()) {
+                BSON_APPEND_DOCUMENT(&arr, k.c_str(), idx.spec.get());
+                continue;
+            }
+            // As mongod lists the cluster key: the clusteredIndex spec, then the
+            // collation and the collection's expireAfterSeconds, then clustered: true.
+            bson::Doc shown = bson::Doc::copyOf(&clustered);
+            bson_iter_t f;
+            if (bson::find(idx.spec.get(), "collation", &f))
+                bson::appendIter(shown.mut(), "collation", f);
+            if (bson::find(coll->options.get(), "expireAfterSeconds", &f))
+                bson::appendIter(shown.mut(), "expireAfterSeconds", f);
+            BSON_APPEND_BOOL(shown.mut(), "clustered", true);
+            BSON_APPEND_DOCUMENT(&arr, k.c_str(), shown.get());
         }
         bson_append_array_end(&cursor, &arr);
         bson_append_document_end(reply, &cursor);
@@ -494,8 +646,10 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           fmt::format("can't find index with key: {}", bson::toJson(&key)));
             names.push_back(found);
         }
+        const auto clusteredName = clusteredIndexName(*coll);
         for (const auto& n : names) {
-            if (n == "_id_") uasserted(ErrorCode::InvalidOptions, "cannot drop _id index");
+            if (n == "_id_" || n == clusteredName)
+                uasserted(ErrorCode::InvalidOptions, "cannot drop _id index");
             const IndexEntry* idx = coll->findIndex(n);
             bson::Doc spec = idx ? idx->spec.copy() : bson::Doc();
             uassertStatusOK(op.store.catalog().dropIndex(ns, n));

@@ -531,3 +531,43 @@ test('time-series collections are refused, never created as ordinary collections
   const listed = await run({ listCollections: 1, filter: { name } });
   assert.deepEqual(listed.cursor.firstBatch, [], 'nothing was created');
 });
+
+test('clustered collections: created, listed and their cluster key shown as mongod 7.0 does; bad specs refused with its codes', async () => {
+  const name = collName();
+  assert.equal((await run({ create: name, clusteredIndex: { key: { _id: 1 }, unique: true, name: 'by_id' }, expireAfterSeconds: 3600 })).ok, 1);
+  const [info] = (await run({ listCollections: 1, filter: { name } })).cursor.firstBatch;
+  assert.deepEqual(info.options, { clusteredIndex: { v: 2, key: { _id: 1 }, name: 'by_id', unique: true }, expireAfterSeconds: 3600 });
+  assert.equal(info.idIndex, undefined, 'a clustered collection has no separate _id index');
+  const indexes = (await run({ listIndexes: name })).cursor.firstBatch;
+  assert.deepEqual(indexes, [{ v: 2, key: { _id: 1 }, name: 'by_id', unique: true, expireAfterSeconds: 3600, clustered: true }]);
+  assertError(await run({ dropIndexes: name, index: 'by_id' }), 72, 'InvalidOptions');
+  // Documents go in and come out by _id as in any collection; the cluster key is unique.
+  assert.equal((await run({ insert: name, documents: [{ _id: 2 }, { _id: 1 }] })).n, 2);
+  assert.deepEqual((await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }, { _id: 2 }]);
+  assert.equal((await run({ insert: name, documents: [{ _id: 1 }] })).writeErrors[0].code, 11000);
+  // The default name.
+  const plain = collName();
+  assert.equal((await run({ create: plain, clusteredIndex: { key: { _id: 1 }, unique: true } })).ok, 1);
+  assert.deepEqual((await run({ listIndexes: plain })).cursor.firstBatch, [{ v: 2, key: { _id: 1 }, name: '_id_', unique: true, clustered: true }]);
+  // clusteredIndex: false is an ordinary collection.
+  const off = collName();
+  assert.equal((await run({ create: off, clusteredIndex: false })).ok, 1);
+  assert.deepEqual((await run({ listIndexes: off })).cursor.firstBatch.map((i) => i.name), ['_id_']);
+  const refused = async (options, code) => {
+    const r = await run({ create: collName(), ...options });
+    assert.equal(r.ok, 0, inspect(r));
+    assert.equal(r.code, code, inspect(r));
+  };
+  await refused({ clusteredIndex: { key: { _id: 1 }, unique: false } }, 5979700);
+  await refused({ clusteredIndex: { key: { a: 1 }, unique: true } }, 197);
+  await refused({ clusteredIndex: { key: { _id: -1 }, unique: true } }, 197);
+  await refused({ clusteredIndex: { key: { _id: 1, b: 1 }, unique: true } }, 197);
+  await refused({ clusteredIndex: { key: { _id: 1 }, unique: true, v: 1 } }, 5979704);
+  await refused({ clusteredIndex: { key: { _id: 1 } } }, 40414);
+  await refused({ clusteredIndex: { key: { _id: 1 }, unique: true, sparse: true } }, 40415);
+  await refused({ clusteredIndex: true }, 5979703);
+  await refused({ clusteredIndex: 'yes' }, 5979702);
+  await refused({ expireAfterSeconds: 10 }, 72);
+  await refused({ clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: -1 }, 72);
+  await refused({ clusteredIndex: { key: { _id: 1 }, unique: true }, capped: true, size: 4096 }, 6049200);
+});

@@ -81,6 +81,30 @@ test('a capped collection is never expired', async () => {
   }
 });
 
+test('a clustered collection with expireAfterSeconds expires documents whose _id is an old date', async () => {
+  const server = await startStore({ extraArgs: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
+  const c = new MongoClient(server.uri(), { serverSelectionTimeoutMS: 10000 });
+  try {
+    await c.connect();
+    const admin = c.db('admin');
+    const db = c.db('ttl');
+    await db.createCollection('clustered', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 60 });
+    const coll = db.collection('clustered');
+    const now = Date.now();
+    await coll.insertMany([
+      { _id: new Date(now - 3_600_000), v: 'old' },
+      { _id: new Date(now), v: 'fresh' },
+      { _id: 'notADate', v: 'kept' },
+    ]);
+    const before = Number((await admin.command({ serverStatus: 1 })).metrics.ttl.passes);
+    await ttlPasses(admin, before, 2);
+    assert.deepEqual((await coll.find({}, { projection: { _id: 0 } }).sort({ v: 1 }).toArray()).map((d) => d.v), ['fresh', 'kept']);
+  } finally {
+    await c.close();
+    await server.cleanup();
+  }
+});
+
 test('--setParameter refuses unknown names and bad values, naming them', async () => {
   const bad = await runProgram(haloclineBinary(), ['store', '--port', '0', '--setParameter', 'noSuchParameter=1']);
   assert.equal(bad.code, 2);
