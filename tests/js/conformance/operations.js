@@ -230,6 +230,15 @@ const databaseOps = {
 };
 
 const clientOps = {
+  /** The client-level bulkWrite (MongoDB 8.0's bulkWrite command) through MongoClient.bulkWrite. */
+  async clientBulkWrite(client, args, ctx) {
+    const [[models], opts] = take(args, ['models'], ctx);
+    const flat = models.map((m) => {
+      const [name] = Object.keys(m);
+      return { name, ...m[name] };
+    });
+    return client.bulkWrite(flat, opts);
+  },
   async listDatabases(client, args, ctx) {
     const [[filter], opts] = take(args, ['filter'], ctx);
     const r = await client.db('admin').admin().listDatabases({ ...opts, ...(filter ? { filter } : {}) });

@@ -60,6 +60,30 @@ test('insert, update, replace and delete events with documentKey and updateDescr
   await stream.close();
 });
 
+test('array changes are described by index as mongod does: a changed element, appended ones, a shrink; the whole array when that is shorter', async () => {
+  const coll = client.db('cs').collection(collName());
+  await coll.insertOne({ _id: 1, arr: [1, 2, 3], docs: [{ x: 1, '1': 1, pad: 'p'.repeat(64) }], w: [1, 2, 3, 4, 5, 6] });
+  const stream = coll.watch([], { showExpandedEvents: true });
+  await stream.tryNext(); // opens the cursor before the writes
+  await coll.updateOne({ _id: 1 }, { $set: { 'arr.1': 9 } });
+  await coll.updateOne({ _id: 1 }, { $push: { arr: 4 } });
+  await coll.updateOne({ _id: 1 }, { $set: { 'docs.0.x': 2, 'docs.0.1': 2 } });
+  await coll.updateOne({ _id: 1 }, { $pop: { arr: 1 } });
+  await coll.updateOne({ _id: 1 }, { $pull: { w: 1 } });
+  const [set, push, inner, pop, pull] = await nextEvents(stream, 5);
+  assert.deepEqual(set.updateDescription.updatedFields, { 'arr.1': 9 });
+  assert.deepEqual(push.updateDescription.updatedFields, { 'arr.3': 4 });
+  assert.deepEqual(inner.updateDescription.updatedFields, { 'docs.0.x': 2, 'docs.0.1': 2 });
+  // Only the numeric field name makes a path ambiguous; the index is an int.
+  assert.deepEqual(inner.updateDescription.disambiguatedPaths, { 'docs.0.1': ['docs', 0, '1'] });
+  assert.deepEqual(pop.updateDescription.updatedFields, {});
+  assert.deepEqual(pop.updateDescription.truncatedArrays, [{ field: 'arr', newSize: 3 }]);
+  // Every element moved: the new array is shorter than the moves.
+  assert.deepEqual(pull.updateDescription.updatedFields, { w: [2, 3, 4, 5, 6] });
+  assert.deepEqual(pull.updateDescription.truncatedArrays, []);
+  await stream.close();
+});
+
 test('fullDocument modes: updateLookup, whenAvailable and required', async () => {
   const db = client.db('cs');
   const name = collName();
