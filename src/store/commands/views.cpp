@@ -287,6 +287,15 @@ void createView(OperationContext& op, const std::string& ns, const bson_t* cmd) 
             uasserted(ErrorCode::NamespaceExists, fmt::format("Namespace {} already exists", ns));
         throw;
     }
+    // As mongod: the oplog says a view was created ({create, viewOn, pipeline},
+    // no collection UUID), which change streams with showExpandedEvents report
+    // as a create event whose operationDescription holds the definition.
+    bson::Doc created;
+    BSON_APPEND_UTF8(created.mut(), "create", std::string(name).c_str());
+    BSON_APPEND_UTF8(created.mut(), "viewOn", viewOn.c_str());
+    BSON_APPEND_ARRAY(created.mut(), "pipeline", pipeline.get());
+    if (collation) BSON_APPEND_DOCUMENT(created.mut(), "collation", collation->get());
+    logCommand(op.store, std::string(db), created.get());
 }
 
 bool modifyView(OperationContext& op, const std::string& ns, const bson_t* viewOn,

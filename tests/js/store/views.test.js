@@ -127,6 +127,26 @@ test('create and collMod refuse what mongod refuses; collMod and drop change and
   assert.equal((await db.listCollections({ name: 'loopB' }).toArray())[0].type, 'collection');
 });
 
+test('creating a view is a create event with its definition for showExpandedEvents streams only', async () => {
+  const expanded = db.watch([], { showExpandedEvents: true });
+  const plain = db.watch([]);
+  await expanded.tryNext(); // both open before the create
+  await plain.tryNext();
+  await db.createCollection('minors', { viewOn: 'people', pipeline: [{ $match: { age: { $lt: 18 } } }] });
+  await db.collection('people').insertOne({ _id: 6, name: 'fay', age: 9 }); // a marker after it
+  const ev = await expanded.next();
+  assert.equal(ev.operationType, 'create');
+  assert.deepEqual(ev.ns, { db: 'views', coll: 'minors' });
+  assert.deepEqual(ev.operationDescription, { viewOn: 'people', pipeline: [{ $match: { age: { $lt: 18 } } }] });
+  assert.equal(ev.collectionUUID, undefined, 'a view has no collection UUID');
+  const first = await plain.next();
+  assert.equal(first.operationType, 'insert', 'a stream without showExpandedEvents sees no create event');
+  await expanded.close();
+  await plain.close();
+  await db.collection('people').deleteOne({ _id: 6 });
+  await db.dropCollection('minors');
+});
+
 test('views survive kill -9 of the store', async () => {
   const own = await startStore({ replSet: 'rs0' });
   try {
