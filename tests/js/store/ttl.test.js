@@ -62,11 +62,21 @@ test('a TTL index removes expired documents (dates and arrays of dates), leaves 
   }
 });
 
-test('a capped collection is never expired', async () => {
+/** Runs fn(client) against a fresh standalone store whose TTL monitor runs every second. */
+async function withTtlStore(fn) {
   const server = await startStore({ extraArgs: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
   const c = new MongoClient(server.uri(), { serverSelectionTimeoutMS: 10000 });
   try {
     await c.connect();
+    await fn(c);
+  } finally {
+    await c.close();
+    await server.cleanup();
+  }
+}
+
+test('a capped collection is never expired', () =>
+  withTtlStore(async (c) => {
     const admin = c.db('admin');
     const db = c.db('ttl');
     await db.createCollection('capped', { capped: true, size: 1 << 20 });
@@ -75,17 +85,10 @@ test('a capped collection is never expired', async () => {
     const before = Number((await admin.command({ serverStatus: 1 })).metrics.ttl.passes);
     await ttlPasses(admin, before, 2);
     assert.equal(await db.collection('capped').countDocuments(), 1);
-  } finally {
-    await c.close();
-    await server.cleanup();
-  }
-});
+  }));
 
-test('a clustered collection with expireAfterSeconds expires documents whose _id is an old date', async () => {
-  const server = await startStore({ extraArgs: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
-  const c = new MongoClient(server.uri(), { serverSelectionTimeoutMS: 10000 });
-  try {
-    await c.connect();
+test('a clustered collection with expireAfterSeconds expires documents whose _id is an old date', () =>
+  withTtlStore(async (c) => {
     const admin = c.db('admin');
     const db = c.db('ttl');
     await db.createCollection('clustered', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 60 });
@@ -99,11 +102,7 @@ test('a clustered collection with expireAfterSeconds expires documents whose _id
     const before = Number((await admin.command({ serverStatus: 1 })).metrics.ttl.passes);
     await ttlPasses(admin, before, 2);
     assert.deepEqual((await coll.find({}, { projection: { _id: 0 } }).sort({ v: 1 }).toArray()).map((d) => d.v), ['fresh', 'kept']);
-  } finally {
-    await c.close();
-    await server.cleanup();
-  }
-});
+  }));
 
 test('--setParameter refuses unknown names and bad values, naming them', async () => {
   const bad = await runProgram(haloclineBinary(), ['store', '--port', '0', '--setParameter', 'noSuchParameter=1']);
