@@ -1,12 +1,14 @@
 // Handshake and server-information commands: hello/isMaster, buildInfo, ping,
 // getParameter, serverStatus, hostInfo, getLog, whatsmyuri,
-// endSessions, killAllSessions, getCmdLineOpts, listCommands.
+// endSessions, killSessions, killAllSessions, getCmdLineOpts, listCommands.
 #include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <functional>
+#include <set>
 
 #include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
@@ -414,8 +416,92 @@ HALO_REGISTER_COMMAND(CommandSpec{{"abortTransaction"},
                                       cur.sessions->abort(*cur.txn);
                                   },
                                   true});
-HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessions"}, [](OperationContext&, bson_t*) {}});
-HALO_REGISTER_COMMAND(CommandSpec{{"killSessions"}, [](OperationContext&, bson_t*) {}});
+namespace {
+
+/// The command's first field, which must be an array of documents.
+std::vector<bson::Doc> documentsArgument(const OperationContext& op) {
+    bson_iter_t it, a;
+    bson_iter_init(&it, op.cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        uasserted(ErrorCode::TypeMismatch,
+                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'array'",
+                              op.name, op.name, bson::typeName(bson_iter_type(&it))));
+    std::vector<bson::Doc> out;
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a))
+            uasserted(ErrorCode::TypeMismatch,
+                      fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type "
+                                  "'object'",
+                                  op.name, op.name, bson::typeName(bson_iter_type(&a))));
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&a, &len, &data);
+        out.push_back(bson::Doc::copyOf(data, len));
+    }
+    return out;
+}
+
+/// Kills what the sessions `match` accepts (by lsid id bytes) have in flight, as
+/// mongod: their running operations (but this command), their cursors, and
+/// their transactions in progress.
+void killMatchingSessions(OperationContext& op,
+                          const std::function<bool(const std::string&)>& match) {
+    const int64_t self = op.client.activeOp ? op.client.activeOp->opid() : -1;
+    op.store.operations().killSessions(match, self);
+    op.store.cursors().killSessions(match);
+    op.store.sessions().abortTransactions(match);
+}
+
+/// {killSessions: [{id: UUID}, ...]}: those sessions; [] kills every session of
+/// the caller (every session without authentication).
+void runKillSessions(OperationContext& op, bson_t*) {
+    std::set<std::string> ids;
+    for (const auto& lsid : documentsArgument(op)) {
+        bson_iter_t id;
+        if (!bson::find(lsid.get(), "id", &id))
+            uasserted(ErrorCode::Location40414,
+                      "BSON field 'KillSessionsCmdFromClient.killSessions.id' is missing but a "
+                      "required field");
+        if (!BSON_ITER_HOLDS_BINARY(&id))
+            uasserted(ErrorCode::TypeMismatch,
+                      "BSON field 'KillSessionsCmdFromClient.killSessions.id' is the wrong type, "
+                      "expected type 'binData'");
+        bson_subtype_t sub;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_binary(&id, &sub, &len, &data);
+        ids.emplace(reinterpret_cast<const char*>(data), len);
+    }
+    if (ids.empty()) {
+        std::string self = op.client.user ? op.client.user->user + "@" + op.client.user->db : "";
+        auto mine = op.store.sessions().sessionsOwnedBy(
+            [&](const std::string& owner) { return !op.client.user || owner == self; });
+        ids.insert(mine.begin(), mine.end());
+    }
+    killMatchingSessions(op, [&](const std::string& id) { return ids.count(id) > 0; });
+}
+
+/// {killAllSessions: [{user, db}, ...]}: every session of those users; [] every session.
+void runKillAllSessions(OperationContext& op, bson_t*) {
+    std::set<std::string> owners;
+    for (const auto& u : documentsArgument(op))
+        owners.insert(bson::stringField(u.get(), "user") + "@" + bson::stringField(u.get(), "db"));
+    if (owners.empty()) {
+        killMatchingSessions(op, [](const std::string&) { return true; });
+        return;
+    }
+    auto keys = op.store.sessions().sessionsOwnedBy(
+        [&](const std::string& owner) { return owners.count(owner) > 0; });
+    std::set<std::string> ids(keys.begin(), keys.end());
+    killMatchingSessions(op, [&](const std::string& id) { return ids.count(id) > 0; });
+}
+
+}  // namespace
+
+HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessions"}, runKillAllSessions});
+HALO_REGISTER_COMMAND(CommandSpec{{"killSessions"}, runKillSessions});
 HALO_REGISTER_COMMAND(CommandSpec{{"startSession"}, [](OperationContext&, bson_t* r) {
                                       bson_t id;
                                       BSON_APPEND_DOCUMENT_BEGIN(r, "id", &id);

@@ -26,7 +26,7 @@ std::unique_ptr<ClientCursor> CursorManager::checkout(int64_t id, bool* inUse) {
     if (it == cursors_.end()) return nullptr;
     auto c = std::move(it->second);
     cursors_.erase(it);
-    checkedOut_[id] = CheckedOut{false, c->ns, c->auth};
+    checkedOut_[id] = CheckedOut{false, c->ns, c->auth, c->lsid};
     return c;
 }
 
@@ -44,6 +44,20 @@ void CursorManager::wakeOnKill(int64_t id, std::weak_ptr<asio::steady_timer> tim
     std::lock_guard lk(mu_);
     std::erase_if(killWaiters_, [](const auto& kv) { return kv.second.expired(); });
     killWaiters_.emplace(id, std::move(timer));
+}
+
+size_t CursorManager::killSessions(const std::function<bool(const std::string&)>& match) {
+    std::vector<int64_t> ids;
+    {
+        std::lock_guard lk(mu_);
+        for (const auto& [id, c] : cursors_)
+            if (!c->lsid.empty() && match(c->lsid)) ids.push_back(id);
+        for (const auto& [id, c] : checkedOut_)
+            if (!c.lsid.empty() && match(c.lsid)) ids.push_back(id);
+    }
+    size_t n = 0;
+    for (int64_t id : ids) n += kill(id) ? 1 : 0;
+    return n;
 }
 
 bool CursorManager::kill(int64_t id) {

@@ -5,6 +5,7 @@
 // a time (a concurrent getMore on the same id gets CursorInUse-like errors).
 #include <asio.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,9 @@ class CursorManager {
     void checkin(std::unique_ptr<ClientCursor> c);
     /// Kills a cursor; false when unknown.
     bool kill(int64_t id);
+    /// Kills every cursor opened in a session whose lsid id bytes `match`
+    /// accepts (killSessions, killAllSessions); returns how many.
+    size_t killSessions(const std::function<bool(const std::string&)>& match);
     /// Whether cursor `id` exists (also while checked out); fills its
     /// namespace and authorization (null when opened without authorization).
     bool describe(int64_t id, std::string* ns,
@@ -73,6 +77,7 @@ class CursorManager {
         bool killed = false;
         std::string ns;
         std::shared_ptr<const authz::CursorAuth> auth;
+        std::string lsid;
     };
     std::map<int64_t, CheckedOut> checkedOut_;
     std::multimap<int64_t, std::weak_ptr<asio::steady_timer>> killWaiters_;

@@ -116,6 +116,11 @@ bool OperationRegistry::kill(int64_t opid,
     if (it == ops_.end()) return false;
     ActiveOperation& op = *it->second;
     if (onlyUser && op.user_ != onlyUser) return false;
+    killLocked(op);
+    return true;
+}
+
+void OperationRegistry::killLocked(ActiveOperation& op) {
     op.killed_ = true;
     if (auto t = op.waitTimer_.lock()) {
         // The timer belongs to the waiting connection's coroutine: cancel it
@@ -124,7 +129,29 @@ bool OperationRegistry::kill(int64_t opid,
             if (auto t2 = w.lock()) t2->cancel();
         });
     }
-    return true;
+}
+
+size_t OperationRegistry::killSessions(const std::function<bool(const std::string&)>& match,
+                                       int64_t exceptOpid) {
+    std::lock_guard lk(mu_);
+    size_t n = 0;
+    for (auto& [opid, op] : ops_) {
+        if (opid == exceptOpid) continue;
+        const bson_t* command = op->command_ ? op->command_ : op->ownCommand_.get();
+        bson_t lsid;
+        bson_iter_t id;
+        if (!command || !bson::subDocument(command, "lsid", &lsid) ||
+            !bson_iter_init_find(&id, &lsid, "id") || !BSON_ITER_HOLDS_BINARY(&id))
+            continue;
+        bson_subtype_t sub;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_binary(&id, &sub, &len, &data);
+        if (!match(std::string(reinterpret_cast<const char*>(data), len))) continue;
+        killLocked(*op);
+        ++n;
+    }
+    return n;
 }
 
 std::vector<bson::Doc> OperationRegistry::report(const ReportOptions& options) const {

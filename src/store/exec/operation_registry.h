@@ -15,6 +15,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,11 +87,17 @@ class OperationRegistry {
     /// no operation has this id, or (with `onlyUser`) when it runs as another user.
     bool kill(int64_t opid,
               const std::optional<std::pair<std::string, std::string>>& onlyUser = std::nullopt);
+    /// Kills every operation running in a session whose lsid id bytes `match`
+    /// accepts, except operation `exceptOpid` (the command asking); returns how many.
+    size_t killSessions(const std::function<bool(const std::string&)>& match, int64_t exceptOpid);
 
     /// The $currentOp documents, in opid order (idle connections last).
     std::vector<bson::Doc> report(const ReportOptions& options) const;
 
   private:
+    /// Sets the kill flag and ends a wait in progress; the caller holds mu_.
+    static void killLocked(ActiveOperation& op);
+
     struct Client {
         std::string remote;
         bson::Doc metadata;

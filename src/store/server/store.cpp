@@ -152,6 +152,8 @@ Status Store::start() {
     }
     engine_->advanceTimestamps(oldestReadable_, oldestReadable_);
     sessions_ = std::make_unique<SessionCatalog>(*engine_, *catalog_, *oplog_);
+    catalog_->setBeforeDrop(
+        [this](const std::string& ns) { return sessions_->abortTransactionsWriting(ns); });
     s = sessions_->open();
     if (!s.isOK()) return s;
 
@@ -254,6 +256,7 @@ void Store::stop() {
     reaperTimer_.reset();
     ttlTimer_.reset();
     cursors_.reset();
+    if (catalog_) catalog_->setBeforeDrop(nullptr);
     sessions_.reset();
     oplog_.reset();
     if (catalog_) catalog_->shutdown();

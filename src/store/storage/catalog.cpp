@@ -591,6 +591,8 @@ void Catalog::dropTableEventually(const std::string& uri) {
 Status Catalog::dropCollection(const std::string& ns) {
     auto it = colls_.find(ns);
     if (it == colls_.end()) return Status(ErrorCode::NamespaceNotFound, "ns not found");
+    if (beforeDrop_)
+        if (Status st = beforeDrop_(ns); !st.isOK()) return st;
     auto e = it->second;
     {
         PooledSession s(sessions_);
@@ -793,6 +795,8 @@ Status Catalog::dropIndex(const std::string& ns, const std::string& name) {
     if (!target)
         return Status(ErrorCode::IndexNotFound,
                       fmt::format("index not found with name [{}]", name));
+    if (beforeDrop_)
+        if (Status st = beforeDrop_(ns); !st.isOK()) return st;
     if (target->isIdIndex()) return Status(ErrorCode::InvalidOptions, "cannot drop _id index");
     auto next = cloneEntry(*coll);
     std::string uri;

@@ -9,6 +9,7 @@
 // dropped under a running operation. Entries are immutable except for the
 // atomic counters and the multikey flags.
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -139,6 +140,13 @@ class Catalog {
                                                                         bool withIdIndex = true);
     /// Returns the collection, creating it implicitly (as writes do) when absent.
     std::shared_ptr<const CollectionEntry> getOrCreate(const std::string& ns);
+    /// Called before a drop removes `ns`'s tables (the collection's, or one of
+    /// its indexes'): open transactions may hold uncommitted writes in them,
+    /// which WiredTiger would drop with the table under them. Not OK: the drop
+    /// does not happen.
+    void setBeforeDrop(std::function<Status(const std::string& ns)> f) {
+        beforeDrop_ = std::move(f);
+    }
     Status dropCollection(const std::string& ns);
     Status renameCollection(const std::string& from, const std::string& to, bool dropTarget);
     /// Builds the index from existing documents; fails (leaving nothing) on a
@@ -156,6 +164,7 @@ class Catalog {
         const std::shared_ptr<const query::Collator>& collectionDefault = nullptr);
 
   private:
+    std::function<Status(const std::string& ns)> beforeDrop_;
     Status persist(Session& s, const CollectionEntry& e);
     /// Persists a modified entry in its own transaction, then makes it current.
     Status commitEntry(const std::shared_ptr<CollectionEntry>& next);

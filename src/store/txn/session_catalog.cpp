@@ -405,6 +405,55 @@ void SessionCatalog::reap(std::chrono::seconds txnLifetime, std::chrono::minutes
     }
 }
 
+std::vector<std::string> SessionCatalog::sessionsOwnedBy(
+    const std::function<bool(const std::string&)>& owner) const {
+    std::lock_guard lk(mu_);
+    std::vector<std::string> keys;
+    for (const auto& [key, st] : sessions_)
+        if (owner(st->owner)) keys.push_back(key);
+    return keys;
+}
+
+void SessionCatalog::abortTransactions(const std::function<bool(const std::string&)>& match) {
+    std::vector<std::shared_ptr<SessionState>> matched;
+    {
+        std::lock_guard lk(mu_);
+        for (const auto& [key, st] : sessions_)
+            if (match(key)) matched.push_back(st);
+    }
+    for (auto& st : matched) {
+        std::unique_lock sl(st->mu, std::try_to_lock);
+        if (sl.owns_lock() && st->txn == SessionState::Txn::InProgress) abort(*st);
+    }
+}
+
+Status SessionCatalog::abortTransactionsWriting(const std::string& ns) {
+    std::vector<std::shared_ptr<SessionState>> all;
+    {
+        std::lock_guard lk(mu_);
+        for (const auto& [key, st] : sessions_) all.push_back(st);
+    }
+    const CurrentOperation& cur = currentOperation();
+    for (auto& st : all) {
+        if (st.get() == cur.txn || st.get() == cur.retryable) continue;  // this command's own
+        std::unique_lock sl(st->mu, std::try_to_lock);
+        if (!sl.owns_lock()) {
+            // Running a command; its transaction's writes are known once it ends.
+            if (st->txn == SessionState::Txn::InProgress)
+                return Status(ErrorCode::LockTimeout,
+                              fmt::format("Unable to drop {}: a transaction is running a "
+                                          "command; try again",
+                                          ns));
+            continue;
+        }
+        if (st->txn != SessionState::Txn::InProgress) continue;
+        bool wrote = std::any_of(st->txnOps.begin(), st->txnOps.end(),
+                                 [&](const OplogEntry& e) { return e.ns == ns; });
+        if (wrote) abort(*st);
+    }
+    return Status::OK();
+}
+
 std::vector<SessionCatalog::LocalSession> SessionCatalog::list() const {
     std::lock_guard lk(mu_);
     std::vector<LocalSession> out;

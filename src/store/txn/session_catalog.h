@@ -17,6 +17,7 @@
 // session's mutex (commands on one session are serialized, as in mongod).
 #include <array>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -102,6 +103,21 @@ class SessionCatalog {
 
     /// Aborts transactions past their lifetime, forgets idle sessions.
     void reap(std::chrono::seconds txnLifetime, std::chrono::minutes idle);
+    /// The lsid id bytes of the sessions whose owner ("user@db", empty without
+    /// authentication) `owner` accepts.
+    std::vector<std::string> sessionsOwnedBy(
+        const std::function<bool(const std::string&)>& owner) const;
+    /// Aborts the transaction in progress of every session whose lsid id bytes
+    /// `match` accepts (killSessions). A session running a command right now is
+    /// left to that command, which the same kill interrupts (an error inside a
+    /// transaction aborts it).
+    void abortTransactions(const std::function<bool(const std::string&)>& match);
+    /// Aborts the transactions in progress that wrote to `ns`, whose tables a
+    /// drop is about to remove with their uncommitted writes (mongod's drop
+    /// waits for them instead; here they end as if killed, and their commit
+    /// answers NoSuchTransaction, which drivers retry). LockTimeout when such
+    /// a transaction is running a command right now.
+    Status abortTransactionsWriting(const std::string& ns);
     size_t activeSessions() const;
 
   private:

@@ -258,3 +258,83 @@ test('a write waiting on an open transaction frees its thread: the transaction c
     await one.cleanup();
   }
 });
+
+test('killSessions and killAllSessions end what the sessions have in flight: transactions, cursors, waiting operations', { timeout: 60_000 }, async () => {
+  const name = collName();
+  const conns = await Promise.all([0, 1, 2].map(() => RawConnection.connect(server.port)));
+  const [a, b, admin] = conns;
+  const run = (conn, doc) => conn.command({ ...doc, $db: 'tx' });
+  try {
+    assert.equal((await run(admin, { insert: name, documents: [{ _id: 1 }, { _id: 2 }, { _id: 3 }] })).ok, 1);
+    // Session A: a transaction in progress. Session B: an open cursor.
+    const lsidA = { id: new UUID() };
+    const lsidB = { id: new UUID() };
+    const txn = { lsid: lsidA, txnNumber: Long.fromNumber(1), autocommit: false };
+    assert.equal((await run(a, { insert: name, documents: [{ _id: 'uncommitted' }], ...txn, startTransaction: true })).ok, 1);
+    const found = await run(b, { find: name, batchSize: 1, lsid: lsidB });
+    const cursorId = found.cursor.id;
+    // Killing A aborts its transaction and leaves B alone.
+    assert.equal((await admin.command({ killSessions: [lsidA], $db: 'admin' })).ok, 1);
+    const commit = await a.command({ commitTransaction: 1, ...txn, $db: 'admin' });
+    assert.equal(commit.code, 251, inspect(commit));
+    assert.equal((await run(admin, { count: name, query: { _id: 'uncommitted' } })).n, 0);
+    const more = await run(b, { getMore: cursorId, collection: name, batchSize: 1, lsid: lsidB });
+    assert.equal(more.ok, 1, inspect(more));
+    // A getMore waiting for data in session C (a change stream's).
+    const lsidC = { id: new UUID() };
+    const opened = await run(a, { aggregate: name, pipeline: [{ $changeStream: {} }], cursor: {}, lsid: lsidC });
+    assert.notEqual(Number(opened.cursor.id), 0, inspect(opened));
+    const waiting = run(a, { getMore: opened.cursor.id, collection: name, maxTimeMS: 20_000, lsid: lsidC });
+    // Wait until the getMore shows in currentOp, then kill every session.
+    for (const deadline = Date.now() + 10_000; ;) {
+      const ops = (await admin.command({ currentOp: 1, $db: 'admin' })).inprog;
+      if (ops.some((o) => o.command && o.command.getMore !== undefined)) break;
+      assert.ok(Date.now() < deadline, 'the waiting getMore never showed in currentOp');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal((await admin.command({ killAllSessions: [], $db: 'admin' })).ok, 1);
+    const ended = await waiting;
+    assert.equal(ended.ok, 0, `the waiting getMore was not interrupted: ${inspect(ended)}`);
+    // B's cursor is gone too.
+    const gone = await run(b, { getMore: cursorId, collection: name, lsid: lsidB });
+    assert.equal(gone.code, 43, inspect(gone));
+    // Bad arguments.
+    assert.equal((await admin.command({ killSessions: 'all', $db: 'admin' })).code, 14);
+    assert.equal((await admin.command({ killAllSessions: [1], $db: 'admin' })).code, 14);
+    assert.equal((await admin.command({ killSessions: [{}], $db: 'admin' })).code, 40414);
+  } finally {
+    for (const c of conns) c.destroy();
+  }
+});
+
+test('dropping a collection or an index an open transaction wrote to aborts that transaction; nothing crashes', { timeout: 60_000 }, async () => {
+  // Its own store: the test ends by stopping it, which must be clean (WiredTiger
+  // used to drop the tables under the transaction's uncommitted writes, and its
+  // closing checkpoint crashed).
+  const own = await startStore({ replSet: 'rs0' });
+  const c = new MongoClient(own.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
+  try {
+    await c.connect();
+    const db = c.db('tx');
+    for (const what of ['collection', 'index']) {
+      const coll = db.collection(`${what}_${process.pid}`);
+      await coll.insertOne({ _id: 0, k: 0 });
+      await coll.createIndex({ k: 1 });
+      const s = c.startSession();
+      s.startTransaction();
+      await coll.insertOne({ _id: 1, k: 1 }, { session: s });
+      if (what === 'collection') assert.equal(await coll.drop(), true);
+      else await coll.dropIndex('k_1');
+      const err = await s.commitTransaction().then(() => null, (e) => e);
+      assert.ok(err, `the commit after the ${what} drop must fail`);
+      assert.equal(err.code, 251, inspect(err));
+      assert.ok(err.hasErrorLabel('TransientTransactionError'));
+      await s.endSession();
+      assert.equal(await coll.countDocuments({ _id: 1 }), 0, 'the aborted insert is nowhere');
+    }
+  } finally {
+    await c.close();
+    await own.stop(); // throws if the store crashed on the way down
+    await own.cleanup();
+  }
+});
