@@ -115,8 +115,8 @@ class SessionCatalog {
     /// Aborts the transactions in progress that wrote to `ns`, whose tables a
     /// drop is about to remove with their uncommitted writes (mongod's drop
     /// waits for them instead; here they end as if killed, and their commit
-    /// answers NoSuchTransaction, which drivers retry). LockTimeout when such
-    /// a transaction is running a command right now.
+    /// answers NoSuchTransaction, which drivers retry). A transaction running a
+    /// command right now is skipped.
     Status abortTransactionsWriting(const std::string& ns);
     size_t activeSessions() const;
 

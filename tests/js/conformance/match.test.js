@@ -83,6 +83,6 @@ test('requirements: versions, topologies, alternatives', () => {
 
 test('unsupported operations are reported for skipping', () => {
   assert.equal(unsupportedOperation([{ object: 'collection0', name: 'find' }]), null);
-  assert.match(unsupportedOperation([{ object: 'collection0', name: 'clientBulkWrite' }]), /clientBulkWrite/);
+  assert.match(unsupportedOperation([{ object: 'collection0', name: 'mapReduce' }]), /mapReduce/);
   assert.match(unsupportedOperation([{ object: 'testRunner', name: 'loop' }]), /loop/);
 });
