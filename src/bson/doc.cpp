@@ -205,16 +205,29 @@ bool subDocument(const bson_t* doc, std::string_view field, bson_t* out) {
     return find(doc, field, &it) && subDocumentAt(it, out);
 }
 
+std::string binaryBytes(const bson_iter_t& it) {
+    bson_subtype_t st;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_binary(&it, &st, &len, &data);
+    return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+std::string lsidIdBytes(const bson_t* doc) {
+    bson_t lsid;
+    bson_iter_t id;
+    if (!subDocument(doc, "lsid", &lsid) || !bson_iter_init_find(&id, &lsid, "id") ||
+        !BSON_ITER_HOLDS_BINARY(&id))
+        return {};
+    return binaryBytes(id);
+}
+
 bool bytesField(const bson_t* doc, std::string_view field, std::string* out) {
     out->clear();
     bson_iter_t it;
     if (!find(doc, field, &it)) return true;
     if (BSON_ITER_HOLDS_BINARY(&it)) {
-        bson_subtype_t st;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_binary(&it, &st, &len, &data);
-        out->assign(reinterpret_cast<const char*>(data), len);
+        *out = binaryBytes(it);
         return true;
     }
     if (BSON_ITER_HOLDS_UTF8(&it)) {

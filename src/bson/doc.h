@@ -131,6 +131,11 @@ void forEachValueAtPath(const bson_t* doc, std::string_view path, Visit&& visit)
 /// The bytes of a BinData or string field (a SASL payload): "" when absent;
 /// false when the field holds another type.
 bool bytesField(const bson_t* doc, std::string_view field, std::string* out);
+/// The bytes of the BinData value `it` is at.
+std::string binaryBytes(const bson_iter_t& it);
+/// The bytes of `doc.lsid.id` (a command's logical session id): "" when the
+/// command names no session or its id is not BinData.
+std::string lsidIdBytes(const bson_t* doc);
 /// Appends `bytes` as BinData of the generic subtype.
 void appendBinary(bson_t* b, std::string_view key, std::string_view bytes);
 

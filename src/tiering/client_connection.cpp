@@ -582,12 +582,17 @@ bson::Doc ClientConnection::rewriteReply(Tier& tier, const bson_t* reply, const 
         e.remoteId = remote;
         e.ns = ns;
         e.fastTiered = fastTiered;
-        e.owner = auth_.principal();
-        std::vector<CursorEntry> dropped;
-        int64_t id = p_.cursors().add(std::move(e), &dropped);
-        if (!dropped.empty()) p_.killRemote(dropped);
-        return id;
+        return addCursor(std::move(e));
     });
+}
+
+int64_t ClientConnection::addCursor(CursorEntry e) {
+    e.owner = auth_.principal();
+    if (const bson_t* cmd = slot_.command()) e.lsid = bson::lsidIdBytes(cmd);
+    std::vector<CursorEntry> dropped;
+    int64_t id = p_.cursors().add(std::move(e), &dropped);
+    if (!dropped.empty()) p_.killRemote(dropped);
+    return id;
 }
 
 bson::Doc ClientConnection::rewriteReplyWith(Tier& tier, const bson_t* reply,
@@ -682,8 +687,8 @@ ClientConnection::commands() {
         {"getMore", {[](C c, R r) { return c.getMore(r.cmd); }}},
         {"killCursors", {[](C c, R r) { return c.killCursors(r.cmd); }}},
         {"endSessions", {[](C c, R r) { return c.bothTiers(r.msg, r.cmd); }}},
-        {"killSessions", {[](C c, R r) { return c.bothTiers(r.msg, r.cmd); }}},
-        {"killAllSessions", {[](C c, R r) { return c.bothTiers(r.msg, r.cmd); }}},
+        {"killSessions", {[](C c, R r) { return c.killSessions(r); }}},
+        {"killAllSessions", {[](C c, R r) { return c.killSessions(r); }}},
         // Transactions end on the tier that runs them (proxy_transactions.cpp).
         {"commitTransaction", {[](C c, R r) { return c.endTransaction(r.msg, r.cmd); }}},
         {"abortTransaction", {[](C c, R r) { return c.endTransaction(r.msg, r.cmd); }}},
@@ -773,6 +778,19 @@ asio::awaitable<bson::Doc> ClientConnection::dispatch(const wire::OpMsg& msg, co
     std::string ns;
     if (BSON_ITER_HOLDS_UTF8(&first)) ns = db + "." + bson_iter_utf8(&first, nullptr);
     const CollectionPolicy* policy = ns.empty() ? nullptr : p_.config().policyFor(ns);
+    if (name == "aggregate") {
+        // $out and $merge write in the archive: into a tiered collection that
+        // would bypass the fast tier (which may hold newer versions, and which
+        // the feeder's replay would then overwrite).
+        std::string into = writeStageTarget(cmd, db);
+        if (!into.empty() && p_.config().policyFor(into))
+            co_return errorDoc(Status(
+                ErrorCode::CommandNotSupported,
+                fmt::format("halocline: an aggregate writing into the tiered collection {} is "
+                            "not supported ($out and $merge would write its archive copy past "
+                            "the fast tier); read the results and write them through the proxy",
+                            into)));
+    }
     if (txn) {
         auto r = co_await transactionStatement(*txn, msg, cmd, name, ns, policy);
         if (r) co_return std::move(*r);

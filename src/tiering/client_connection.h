@@ -198,6 +198,9 @@ class ClientConnection : public net::FrameHandler {
     /// proxy id (marked as `kind` is: a change stream's).
     bson::Doc rewriteReply(Tier& tier, const bson_t* reply, const std::string& ns, bool fastTiered,
                            const CursorEntry* kind = nullptr);
+    /// Registers a cursor of this connection's current command (its user and
+    /// session) and returns the proxy's id for it.
+    int64_t addCursor(CursorEntry e);
     /// The reply with the proxy's clock and each non-zero cursor id mapped by `mapCursor`.
     bson::Doc rewriteReplyWith(Tier& tier, const bson_t* reply,
                                const std::function<int64_t(int64_t)>& mapCursor);
@@ -270,6 +273,15 @@ class ClientConnection : public net::FrameHandler {
                                          const bson_t* matchOptions,
                                          std::optional<std::vector<Id>> ids,
                                          std::vector<Pinned>* pins, std::vector<TxnNeed>* needs);
+    /// prepareInTxn for a read command (its filter, or the id it looks up);
+    /// nothing for a read the fast tier provably answers whole.
+    asio::awaitable<Status> prepareRead(const CollectionPolicy& p, std::string_view name,
+                                        const bson_t* cmd, std::vector<Pinned>* pins,
+                                        std::vector<TxnNeed>* needs);
+    /// A read with readConcern snapshot outside a transaction: on the fast tier,
+    /// at the snapshot, after what it may see was copied up (CONSISTENCY.md).
+    asio::awaitable<bson::Doc> snapshotRead(const CollectionPolicy& p, std::string_view name,
+                                            const wire::OpMsg& msg, const bson_t* cmd);
     /// Pins and promotes what a write with `filter` can touch under
     /// `matchOptions` (matchOptionsOf) (appends to `pins`).
     asio::awaitable<Status> prepare(const CollectionPolicy& p, const bson_t* filter,
@@ -299,6 +311,9 @@ class ClientConnection : public net::FrameHandler {
     /// currentOp/$currentOp (the proxy's own operations), killOp, connPoolStats.
     asio::awaitable<bson::Doc> currentOp(const bson_t* cmd, const std::string& name);
     bson::Doc killOp(const bson_t* cmd);
+    /// killSessions and killAllSessions: the client sessions they name, never
+    /// the proxy's own (its workers' and promotions' sessions on the tiers).
+    asio::awaitable<bson::Doc> killSessions(const Request& r);
     bson::Doc connPoolStats();
 
     /// Test commands (proxy_testing.cpp): configureFailPoint; failCommand

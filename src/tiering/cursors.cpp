@@ -39,12 +39,11 @@ void CursorMap::erase(int64_t id) {
     map_.erase(id);
 }
 
-std::vector<CursorEntry> CursorMap::reap(std::chrono::milliseconds idle) {
+std::vector<CursorEntry> CursorMap::removeIf(const std::function<bool(const CursorEntry&)>& pred) {
     std::vector<CursorEntry> out;
-    auto now = std::chrono::steady_clock::now();
     std::lock_guard lk(mu_);
     for (auto it = map_.begin(); it != map_.end();) {
-        if (now - it->second.lastUsed > idle) {
+        if (pred(it->second)) {
             out.push_back(it->second);
             it = map_.erase(it);
         } else {
@@ -52,6 +51,15 @@ std::vector<CursorEntry> CursorMap::reap(std::chrono::milliseconds idle) {
         }
     }
     return out;
+}
+
+std::vector<CursorEntry> CursorMap::reap(std::chrono::milliseconds idle) {
+    auto now = std::chrono::steady_clock::now();
+    return removeIf([&](const CursorEntry& e) { return now - e.lastUsed > idle; });
+}
+
+std::vector<CursorEntry> CursorMap::removeSessions(const std::set<std::string>& ids) {
+    return removeIf([&](const CursorEntry& e) { return !e.lsid.empty() && ids.count(e.lsid); });
 }
 
 size_t CursorMap::size() const {

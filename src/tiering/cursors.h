@@ -5,10 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +58,7 @@ struct CursorEntry {
     // A merged read's remaining documents (`tier` null, no remote cursor).
     std::shared_ptr<BufferedCursor> buffered;
     std::string owner;  // the user ("user@db") that opened it; empty without auth
+    std::string lsid;   // the id bytes of the session that opened it; empty without one
     std::chrono::steady_clock::time_point created;
     std::chrono::steady_clock::time_point lastUsed;
 };
@@ -72,9 +75,13 @@ class CursorMap {
     void erase(int64_t id);
     /// Removes and returns cursors idle for longer than `idle`.
     std::vector<CursorEntry> reap(std::chrono::milliseconds idle);
+    /// Removes and returns the cursors opened by sessions in `ids` (lsid id bytes).
+    std::vector<CursorEntry> removeSessions(const std::set<std::string>& ids);
     size_t size() const;
 
   private:
+    std::vector<CursorEntry> removeIf(const std::function<bool(const CursorEntry&)>& pred);
+
     size_t max_;
     mutable std::mutex mu_;
     std::mt19937_64 rng_;

@@ -119,4 +119,18 @@ bool Operations::kill(int64_t opid, const std::string* onlyOf) {
     return false;
 }
 
+size_t Operations::killSessions(const std::set<std::string>& ids, const OperationSlot* except) {
+    size_t n = 0;
+    std::lock_guard lk(mu_);
+    for (OperationSlot* s : slots_) {
+        if (s == except) continue;
+        std::lock_guard sl(s->mu_);
+        if (s->cmd_ && ids.count(bson::lsidIdBytes(s->cmd_))) {
+            s->killed_ = true;
+            ++n;
+        }
+    }
+    return n;
+}
+
 }  // namespace halo::tiering

@@ -38,6 +38,8 @@ class OperationSlot {
     void sentTo(const char* tierName) { tier_.store(tierName, std::memory_order_relaxed); }
     /// Whether killOp asked this command to stop.
     bool killed() const { return killed_.load(std::memory_order_relaxed); }
+    /// The command running now (null when idle); for the connection's own thread.
+    const bson_t* command() const { return cmd_; }
 
   private:
     friend class Operations;
@@ -65,6 +67,9 @@ class Operations {
     /// Marks operation `opid` killed; false when no such operation runs (or,
     /// with `onlyOf`, when it is another user's).
     bool kill(int64_t opid, const std::string* onlyOf = nullptr);
+    /// Marks killed every operation but `except` whose command names a session
+    /// in `ids` (lsid id bytes); returns how many.
+    size_t killSessions(const std::set<std::string>& ids, const OperationSlot* except);
 
   private:
     friend class OperationSlot;

@@ -79,6 +79,15 @@ Status Proxy::claimSession(const std::string& lsidId, const std::string& princip
     return Status::OK();
 }
 
+std::vector<std::string> Proxy::sessionsOwnedBy(
+    const std::function<bool(const std::string& principal)>& owner) {
+    std::vector<std::string> out;
+    std::lock_guard lk(sessionsMu_);
+    for (const auto& [id, o] : sessionOwners_)
+        if (owner(o.principal)) out.push_back(id);
+    return out;
+}
+
 asio::awaitable<StatusWith<OpTime>> Proxy::writesBefore() {
     if (!cfg_.feederLazy) {
         auto r = co_await fastClock_.now();

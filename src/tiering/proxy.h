@@ -71,6 +71,9 @@ class Proxy {
     /// the proxy's user, so they cannot tell them apart). Idle sessions are
     /// forgotten after 30 minutes, as mongod's logical session timeout.
     Status claimSession(const std::string& lsidId, const std::string& principal);
+    /// The ids of the sessions users that `owner` accepts have used (auth only).
+    std::vector<std::string> sessionsOwnedBy(
+        const std::function<bool(const std::string& principal)>& owner);
     /// Waits until the feeder has applied every fast-tier write up to `target`
     /// (0: the fast tier's time now), up to `timeout`; `ns` names the
     /// collection in the timeout's message (ExceededTimeLimit).

@@ -1,10 +1,14 @@
-// The proxy's own commands: status, currentOp, killOp, connPoolStats, feeder
-// control, routing explanations.
+// The proxy's own commands: status, currentOp, killOp, killSessions,
+// connPoolStats, feeder control, routing explanations.
 #include <fmt/format.h>
+
+#include <cstring>
+#include <set>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "store/query/matcher.h"
+#include "store/rules/kill_sessions.h"
 #include "tiering/client_connection.h"
 #include "tiering/worker_context.h"
 #include "tiering/workers.h"
@@ -123,6 +127,92 @@ bson::Doc ClientConnection::killOp(const bson_t* cmd) {
     BSON_APPEND_UTF8(out.mut(), "info", "attempting to kill op");
     BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
     return out;
+}
+
+namespace {
+
+bool internalSession(const std::string& id) {
+    for (const auto& prefix : {kInternalSessionPrefix, kAppSessionPrefix})
+        if (id.size() >= sizeof prefix && std::memcmp(id.data(), prefix, sizeof prefix) == 0)
+            return true;
+    return false;
+}
+
+}  // namespace
+
+asio::awaitable<bson::Doc> ClientConnection::killSessions(const Request& r) {
+    // The tiers see every client session as the proxy's own user, beside the
+    // sessions of the proxy's workers and promotions: an empty list forwarded
+    // would end those too. So the proxy names the sessions itself: the ones
+    // the client listed; the caller's (or, for killAllSessions, the named
+    // users') from its own table of session owners; or every client session
+    // the tiers hold ($listLocalSessions, a standard stage).
+    auto parsed = store::parseKillSessions(r.cmd);
+    if (!parsed.isOK()) co_return errorDoc(parsed.getStatus());
+    const store::KillSessionsArgs& args = parsed.getValue();
+    const bool all = r.name == "killAllSessions";
+    std::set<std::string> ids = args.ids;
+    // The users whose sessions go ("user@db"); none: every client session.
+    std::set<std::string> owners = args.users;
+    if (!all && args.empty && auth_.enabled()) owners.insert(auth_.principal());
+    const bool everySession = args.empty && owners.empty();
+    if (!owners.empty() && auth_.enabled()) {
+        for (auto& id : p_.sessionsOwnedBy([&](const std::string& p) { return owners.count(p); }))
+            ids.insert(std::move(id));
+    } else if (everySession) {
+        bson::Doc list;
+        BSON_APPEND_INT32(list.mut(), "aggregate", 1);
+        bson_t pipeline, stage, spec, cursor;
+        BSON_APPEND_ARRAY_BEGIN(list.mut(), "pipeline", &pipeline);
+        BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
+        BSON_APPEND_DOCUMENT_BEGIN(&stage, "$listLocalSessions", &spec);
+        BSON_APPEND_BOOL(&spec, "allUsers", true);
+        bson_append_document_end(&stage, &spec);
+        bson_append_document_end(&pipeline, &stage);
+        bson_append_array_end(list.mut(), &pipeline);
+        BSON_APPEND_DOCUMENT_BEGIN(list.mut(), "cursor", &cursor);
+        bson_append_document_end(list.mut(), &cursor);
+        BSON_APPEND_UTF8(list.mut(), "$db", "admin");
+        for (Tier* t : {&p_.archive(), &p_.fast()}) {
+            auto sessions = co_await t->collect(list.get());
+            if (!sessions.isOK()) co_return errorDoc(sessions.getStatus());
+            for (const auto& s : sessions.getValue()) {
+                bson_iter_t it, id;
+                if (bson_iter_init(&it, s.get()) && bson_iter_find_descendant(&it, "_id.id", &id) &&
+                    BSON_ITER_HOLDS_BINARY(&id))
+                    ids.insert(bson::binaryBytes(id));
+            }
+        }
+        for (auto& id : p_.sessionsOwnedBy([](const std::string&) { return true; }))
+            ids.insert(std::move(id));
+    }
+    std::erase_if(ids, internalSession);
+    if (ids.empty()) co_return okReply();
+    // What runs in the proxy itself (a read waiting for the feeder, a merged
+    // read's buffered cursor), then the tiers' operations, cursors and transactions.
+    p_.operations().killSessions(ids, &slot_);
+    p_.killRemote(p_.cursors().removeSessions(ids));
+    constexpr size_t kPerCommand = 10'000;  // well inside a command's 16 MB
+    for (auto from = ids.begin(); from != ids.end();) {
+        bson::Doc kill;
+        bson_t list, entry;
+        BSON_APPEND_ARRAY_BEGIN(kill.mut(), "killSessions", &list);
+        for (size_t n = 0; from != ids.end() && n < kPerCommand; ++from, ++n) {
+            const std::string key = std::to_string(n);
+            bson_append_document_begin(&list, key.c_str(), -1, &entry);
+            bson_append_binary(&entry, "id", 2, BSON_SUBTYPE_UUID,
+                               reinterpret_cast<const uint8_t*>(from->data()),
+                               static_cast<uint32_t>(from->size()));
+            bson_append_document_end(&list, &entry);
+        }
+        bson_append_array_end(kill.mut(), &list);
+        BSON_APPEND_UTF8(kill.mut(), "$db", "admin");
+        for (Tier* t : {&p_.archive(), &p_.fast()}) {
+            auto rep = co_await t->runOk(kill.get());
+            if (!rep.isOK()) co_return errorDoc(rep.getStatus());
+        }
+    }
+    co_return okReply();
 }
 
 bson::Doc ClientConnection::connPoolStats() {

@@ -74,11 +74,7 @@ bson::Doc ClientConnection::mergedReply(const MergedShape& shape, std::string_vi
             e.buffered->docs.assign(std::make_move_iterator(docs.begin() + end),
                                     std::make_move_iterator(docs.end()));
             docs.resize(end);
-            e.owner = auth_.principal();
-            e.created = e.lastUsed = std::chrono::steady_clock::now();
-            std::vector<CursorEntry> dropped;
-            id = p_.cursors().add(std::move(e), &dropped);
-            if (!dropped.empty()) p_.killRemote(dropped);
+            id = addCursor(std::move(e));
         }
         appendBatch(d.mut(), "firstBatch", ns, docs, 0, end, id);
     }
@@ -221,6 +217,9 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                                                         const wire::OpMsg& msg, const bson_t* cmd) {
     if (name == "aggregate" && firstStageIs(cmd, "$collStats"))
         co_return co_await collStats(p, msg, cmd);
+    bson_t rc;
+    if (bson::subDocument(cmd, "readConcern", &rc) && str(&rc, "level") == "snapshot")
+        co_return co_await snapshotRead(p, name, msg, cmd);
     Decision d = p_.router().routeRead(p, name, cmd);
     auto* prog = p_.state().progress(p.ns);
     if (d.route == Route::Refuse) co_return errorDoc(d.refusal);

@@ -396,11 +396,7 @@ asio::awaitable<bson::Doc> ClientConnection::mergedChangeStream(
         e.ns = archive->ns;
         e.changeStream = true;
         e.merged = stream;
-        e.owner = auth_.principal();
-        e.created = e.lastUsed = std::chrono::steady_clock::now();
-        std::vector<CursorEntry> dropped;
-        id = p_.cursors().add(std::move(e), &dropped);
-        if (!dropped.empty()) p_.killRemote(dropped);
+        id = addCursor(std::move(e));
     }
     co_return co_await mergedBatch(*stream, *fast, *archive, "firstBatch", id);
 }

@@ -63,6 +63,83 @@ asio::awaitable<Status> ClientConnection::prepareInTxn(
     co_return Status::OK();
 }
 
+asio::awaitable<Status> ClientConnection::prepareRead(const CollectionPolicy& p,
+                                                      std::string_view name, const bson_t* cmd,
+                                                      std::vector<Pinned>* pins,
+                                                      std::vector<TxnNeed>* needs) {
+    Decision d = p_.router().routeRead(p, name, cmd);
+    const auto* prog = p_.state().progress(p.ns);
+    if (d.route == Route::Refuse) co_return d.refusal;
+    // A read the fast tier provably answers whole, with the warm-up done,
+    // needs nothing: it held that range at the snapshot too.
+    if (d.route == Route::Fast && prog && prog->warmDone) co_return Status::OK();
+    bson_t filter;
+    bson_t empty = BSON_INITIALIZER;
+    if (!readFilter(name, cmd, &filter)) filter = empty;
+    const bson::Doc options = matchOptionsOf(cmd);
+    std::optional<std::vector<Id>> ids;
+    if (d.lookupId) {
+        ids.emplace();
+        ids->push_back(d.lookupId->copy());
+    }
+    co_return co_await prepareInTxn(p, &filter, options.get(), std::move(ids), pins, needs);
+}
+
+asio::awaitable<bson::Doc> ClientConnection::snapshotRead(const CollectionPolicy& p,
+                                                          std::string_view name,
+                                                          const wire::OpMsg& msg,
+                                                          const bson_t* cmd) {
+    // As a transaction's reads (CONSISTENCY.md, Snapshot reads): what the read
+    // may see that lives only in the archive is copied up and pinned, then the
+    // fast tier reads at the snapshot. The first read of a snapshot session
+    // takes its time after that; a later one (atClusterTime) reads at an
+    // earlier time, when the fast tier must already have held all of it.
+    std::string other = name == "aggregate" ? otherCollectionStage(cmd) : "";
+    if (!other.empty())
+        co_return errorDoc(Status(ErrorCode::InvalidOptions,
+                                  fmt::format("halocline: {} with readConcern snapshot on the "
+                                              "tiered collection {} is not supported",
+                                              other, p.ns)));
+    std::vector<Pinned> pins;
+    std::vector<TxnNeed> needs;
+    Status st = co_await prepareRead(p, name, cmd, &pins, &needs);
+    bson_t rc;
+    bson_iter_t at;
+    if (st.isOK() && bson::subDocument(cmd, "readConcern", &rc) &&
+        bson_iter_init_find(&at, &rc, "atClusterTime")) {
+        const bson::Doc readConcern = bson::Doc::copyOf(&rc);
+        Tier& fast = p_.fast();
+        CommandRunner atSnapshot = [&](const bson_t* c) -> asio::awaitable<StatusWith<bson::Doc>> {
+            bson::Doc withTime = bson::Doc::copyOf(c);
+            bson_iter_t first;
+            if (bson_iter_init(&first, c) && bson_iter_next(&first) &&
+                std::string_view(bson_iter_key(&first)) != "getMore")
+                BSON_APPEND_DOCUMENT(withTime.mut(), "readConcern", readConcern.get());
+            co_return co_await fast.runOk(withTime.get());
+        };
+        for (auto& n : needs) {
+            st = co_await snapshotHolds(p_.tiers(), atSnapshot, p.ns, n.ids, n.range);
+            if (!st.isOK()) break;
+        }
+        if (!st.isOK() && st.code() == ErrorCode::WriteConflict)
+            st = Status(ErrorCode::SnapshotUnavailable,
+                        fmt::format("{} (a snapshot read of the tiered collection {} can see only "
+                                    "what the fast tier held at its atClusterTime; start a new "
+                                    "snapshot session)",
+                                    st.reason(), p.ns));
+    }
+    if (!st.isOK()) {
+        release(pins);
+        co_return errorDoc(st);
+    }
+    if (auto* prog = p_.state().progress(p.ns)) prog->routedFast++;
+    slot_.sentTo(p_.fast().name().c_str());
+    bson::Doc body = forwardBody(cmd, false);
+    bson::Doc out = co_await forward(p_.fast(), msg, body.get(), p.ns, true);
+    release(pins);
+    co_return out;
+}
+
 asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const CollectionPolicy& p,
                                                                 std::string_view name,
                                                                 const wire::OpMsg& msg,
@@ -77,28 +154,13 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
     // only in the archive: its named ids, or the archive's matches.
     if (isReadCommand(name)) {
         std::string other = name == "aggregate" ? otherCollectionStage(cmd) : "";
-        Decision d = p_.router().routeRead(p, name, cmd);
-        const auto* prog = p_.state().progress(p.ns);
-        if (!other.empty()) {
+        if (!other.empty())
             st = Status(ErrorCode::OperationNotSupportedInTransaction,
                         fmt::format("halocline: {} in a transaction on the tiered collection {} "
                                     "is not supported",
                                     other, p.ns));
-        } else if (d.route == Route::Refuse) {
-            st = d.refusal;
-        } else if (d.route != Route::Fast || !prog || !prog->warmDone) {
-            bson_t filter;
-            if (!readFilter(name, cmd, &filter)) filter = empty;
-            const bson::Doc options = matchOptionsOf(cmd);
-            std::optional<std::vector<Id>> ids;
-            if (d.lookupId) {
-                ids.emplace();
-                ids->push_back(d.lookupId->copy());
-            }
-            st = co_await prepareInTxn(p, &filter, options.get(), std::move(ids), &pins, &needs);
-        }
-        // (A read the fast tier provably answers whole, with the warm-up
-        // done, needs nothing: it held that range at the snapshot too.)
+        else
+            st = co_await prepareRead(p, name, cmd, &pins, &needs);
     } else if (name == "insert") {
         std::vector<Id> ids;
         for (auto d : statements(msg, cmd, "documents")) {
@@ -128,7 +190,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
     // since is not in it (CONSISTENCY.md, Transactions).
     if (st.isOK() && !first)
         for (auto& n : needs) {
-            st = co_await snapshotHolds(p_.tiers(), txn, p.ns, n.ids, n.range);
+            st = co_await snapshotHolds(p_.tiers(), txn.runner(), p.ns, n.ids, n.range);
             if (!st.isOK()) break;
         }
     bson::Doc out;

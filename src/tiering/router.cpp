@@ -162,6 +162,33 @@ std::string otherCollectionStage(const bson_t* cmd) {
     return {};
 }
 
+std::string writeStageTarget(const bson_t* cmd, const std::string& db) {
+    bson_t pipeline;
+    bson_iter_t it, st;
+    if (!bson::subDocument(cmd, "pipeline", &pipeline) || !bson_iter_init(&it, &pipeline))
+        return {};
+    // {$out: "c"} or {$out: {db, coll}}; {$merge: "c"} or {$merge: {into: "c" | {db, coll}}}.
+    auto named = [&](const bson_iter_t& v) -> std::string {
+        if (BSON_ITER_HOLDS_UTF8(&v)) return db + "." + bson_iter_utf8(&v, nullptr);
+        bson_t spec;
+        if (!bson::subDocumentAt(v, &spec)) return {};
+        std::string d = bson::stringField(&spec, "db");
+        return (d.empty() ? db : d) + "." + bson::stringField(&spec, "coll");
+    };
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+            continue;
+        std::string_view stage = bson_iter_key(&st);
+        if (stage == "$out") return named(st);
+        if (stage != "$merge") continue;
+        bson_t spec;
+        bson_iter_t into;
+        if (!bson::subDocumentAt(st, &spec)) return named(st);
+        if (bson_iter_init_find(&into, &spec, "into")) return named(into);
+    }
+    return {};
+}
+
 bool readFilter(std::string_view cmdName, const bson_t* cmd, bson_t* filter) {
     if (cmdName == "find") return bson::subDocument(cmd, "filter", filter);
     if (cmdName == "count" || cmdName == "distinct") return bson::subDocument(cmd, "query", filter);
@@ -219,16 +246,18 @@ Decision Router::routeRead(const CollectionPolicy& p, std::string_view cmdName,
                     d.reason = "change stream on a tiered collection";
                     return d;
                 }
+                if (stage == "$out" || stage == "$merge") {
+                    // Into an untiered collection (the proxy refuses a tiered
+                    // target): the archive holds the whole source once the
+                    // feeder applied every write acknowledged before it.
+                    d.route = Route::Archive;
+                    d.reason = fmt::format(
+                        "{} runs in the archive, which holds the whole "
+                        "collection once the feeder caught up",
+                        stage);
+                    return d;
+                }
                 if (stageReadsOtherCollection(stage)) {
-                    if (stage == "$out" || stage == "$merge") {
-                        d.route = Route::Refuse;
-                        d.refusal = Status(ErrorCode::CommandNotSupported,
-                                           fmt::format("halocline: {} from the tiered collection "
-                                                       "{} is not supported",
-                                                       stage, p.ns));
-                        d.reason = "writing stage on a tiered collection";
-                        return d;
-                    }
                     d.route = Route::Archive;
                     d.reason = fmt::format("{} reads another collection", stage);
                     return d;

@@ -45,6 +45,10 @@ bool readFilter(std::string_view cmdName, const bson_t* cmd, bson_t* filter);
 /// collection ($lookup, $graphLookup, $unionWith, $out, $merge); empty if none.
 std::string otherCollectionStage(const bson_t* cmd);
 
+/// The collection ("db.coll") an aggregate's $out or $merge stage writes
+/// (`db`: the command's database); empty when the pipeline writes none.
+std::string writeStageTarget(const bson_t* cmd, const std::string& db);
+
 /// An exact top-level `_id` equality in a filter (not an operator document).
 std::optional<Id> exactId(const bson_t* filter);
 

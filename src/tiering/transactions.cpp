@@ -87,15 +87,16 @@ asio::awaitable<void> ClientTxn::abort() {
     (void)co_await fast_.runOk(c.get());
 }
 
-asio::awaitable<Status> snapshotHolds(Tiers& t, ClientTxn& txn, const std::string& ns,
-                                      const std::vector<Id>& candidates, bool range) {
+asio::awaitable<Status> snapshotHolds(Tiers& t, const CommandRunner& atSnapshot,
+                                      const std::string& ns, const std::vector<Id>& candidates,
+                                      bool range) {
     bool coldCheck = range;
     if (!candidates.empty()) {
         // At the snapshot: present, or tombstoned (a guard or a mark means
         // the archive held the document then).
-        auto present = co_await presentInWith(txn.runner(), ns, candidates);
+        auto present = co_await presentInWith(atSnapshot, ns, candidates);
         if (!present.isOK()) co_return present.getStatus();
-        auto keys = co_await keyStatesWith(txn.runner(), t.meta, ns, candidates);
+        auto keys = co_await keyStatesWith(atSnapshot, t.meta, ns, candidates);
         if (!keys.isOK()) co_return keys.getStatus();
         std::vector<Id> missing;
         for (size_t i = 0; i < candidates.size(); ++i)
@@ -111,7 +112,7 @@ asio::awaitable<Status> snapshotHolds(Tiers& t, ClientTxn& txn, const std::strin
         }
     }
     if (coldCheck) {
-        auto then = co_await readEpochWith(txn.runner(), t.meta, ns);
+        auto then = co_await readEpochWith(atSnapshot, t.meta, ns);
         if (!then.isOK()) co_return then.getStatus();
         auto now = co_await readEpoch(t, ns);
         if (!now.isOK()) co_return now.getStatus();

@@ -85,8 +85,11 @@ class ClientTxn {
 /// TransientTransactionError. A range statement, or one whose missing
 /// candidate is nowhere now, also needs no cold write to have finished on the
 /// collection since the snapshot.
-asio::awaitable<Status> snapshotHolds(Tiers& t, ClientTxn& txn, const std::string& ns,
-                                      const std::vector<Id>& candidates, bool range);
+/// `atSnapshot` runs a read at the snapshot (the transaction's, or a snapshot
+/// read's atClusterTime).
+asio::awaitable<Status> snapshotHolds(Tiers& t, const CommandRunner& atSnapshot,
+                                      const std::string& ns, const std::vector<Id>& candidates,
+                                      bool range);
 
 /// Whether a driver may retry the whole transaction after `s` (mongod's
 /// TransientTransactionError label): write conflicts, a transaction the tier

@@ -14,6 +14,7 @@
 #include "store/commands/command.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
+#include "store/rules/kill_sessions.h"
 #include "store/server/store.h"
 #include "store/storage/engine.h"
 #include "store/txn/session_catalog.h"
@@ -418,31 +419,6 @@ HALO_REGISTER_COMMAND(CommandSpec{{"abortTransaction"},
                                   true});
 namespace {
 
-/// The command's first field, which must be an array of documents.
-std::vector<bson::Doc> documentsArgument(const OperationContext& op) {
-    bson_iter_t it, a;
-    bson_iter_init(&it, op.cmd);
-    bson_iter_next(&it);
-    if (!BSON_ITER_HOLDS_ARRAY(&it))
-        uasserted(ErrorCode::TypeMismatch,
-                  fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'array'",
-                              op.name, op.name, bson::typeName(bson_iter_type(&it))));
-    std::vector<bson::Doc> out;
-    bson_iter_recurse(&it, &a);
-    while (bson_iter_next(&a)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a))
-            uasserted(ErrorCode::TypeMismatch,
-                      fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type "
-                                  "'object'",
-                                  op.name, op.name, bson::typeName(bson_iter_type(&a))));
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&a, &len, &data);
-        out.push_back(bson::Doc::copyOf(data, len));
-    }
-    return out;
-}
-
 /// Kills what the sessions `match` accepts (by lsid id bytes) have in flight, as
 /// mongod: their running operations (but this command), their cursors, and
 /// their transactions in progress.
@@ -457,23 +433,7 @@ void killMatchingSessions(OperationContext& op,
 /// {killSessions: [{id: UUID}, ...]}: those sessions; [] kills every session of
 /// the caller (every session without authentication).
 void runKillSessions(OperationContext& op, bson_t*) {
-    std::set<std::string> ids;
-    for (const auto& lsid : documentsArgument(op)) {
-        bson_iter_t id;
-        if (!bson::find(lsid.get(), "id", &id))
-            uasserted(ErrorCode::Location40414,
-                      "BSON field 'KillSessionsCmdFromClient.killSessions.id' is missing but a "
-                      "required field");
-        if (!BSON_ITER_HOLDS_BINARY(&id))
-            uasserted(ErrorCode::TypeMismatch,
-                      "BSON field 'KillSessionsCmdFromClient.killSessions.id' is the wrong type, "
-                      "expected type 'binData'");
-        bson_subtype_t sub;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_binary(&id, &sub, &len, &data);
-        ids.emplace(reinterpret_cast<const char*>(data), len);
-    }
+    std::set<std::string> ids = uassertStatusOK(parseKillSessions(op.cmd)).ids;
     if (ids.empty()) {
         std::string self = op.client.user ? op.client.user->user + "@" + op.client.user->db : "";
         auto mine = op.store.sessions().sessionsOwnedBy(
@@ -485,9 +445,7 @@ void runKillSessions(OperationContext& op, bson_t*) {
 
 /// {killAllSessions: [{user, db}, ...]}: every session of those users; [] every session.
 void runKillAllSessions(OperationContext& op, bson_t*) {
-    std::set<std::string> owners;
-    for (const auto& u : documentsArgument(op))
-        owners.insert(bson::stringField(u.get(), "user") + "@" + bson::stringField(u.get(), "db"));
+    const std::set<std::string> owners = uassertStatusOK(parseKillSessions(op.cmd)).users;
     if (owners.empty()) {
         killMatchingSessions(op, [](const std::string&) { return true; });
         return;

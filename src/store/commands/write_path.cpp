@@ -366,11 +366,7 @@ std::string sessionIdBytes(const bson::Fields& cmd) {
     if (!cmd.subDocument("lsid", &lsid) || !bson_iter_init_find(&it, &lsid, "id") ||
         !BSON_ITER_HOLDS_BINARY(&it))
         return {};
-    bson_subtype_t sub;
-    uint32_t len;
-    const uint8_t* data;
-    bson_iter_binary(&it, &sub, &len, &data);
-    return std::string(reinterpret_cast<const char*>(data), len);
+    return bson::binaryBytes(it);
 }
 
 std::optional<int64_t> txnNumberOf(const bson::Fields& cmd) {

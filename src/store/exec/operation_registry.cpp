@@ -138,16 +138,9 @@ size_t OperationRegistry::killSessions(const std::function<bool(const std::strin
     for (auto& [opid, op] : ops_) {
         if (opid == exceptOpid) continue;
         const bson_t* command = op->command_ ? op->command_ : op->ownCommand_.get();
-        bson_t lsid;
-        bson_iter_t id;
-        if (!command || !bson::subDocument(command, "lsid", &lsid) ||
-            !bson_iter_init_find(&id, &lsid, "id") || !BSON_ITER_HOLDS_BINARY(&id))
-            continue;
-        bson_subtype_t sub;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_binary(&id, &sub, &len, &data);
-        if (!match(std::string(reinterpret_cast<const char*>(data), len))) continue;
+        if (!command) continue;
+        const std::string id = bson::lsidIdBytes(command);
+        if (id.empty() || !match(id)) continue;
         killLocked(*op);
         ++n;
     }

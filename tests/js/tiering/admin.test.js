@@ -9,6 +9,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { startTiered, waitUntil, show } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
+const { Binary } = require('mongodb');
 const { mongoshJson } = require('../lib/mongosh');
 
 const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/;
@@ -294,4 +295,73 @@ test('findOneAndDelete with a projection returns the removed document projected,
   await orders.insertOne({ _id: 'p-bad', date: new Date(), a: 3 });
   await expectServerError(orders.findOneAndDelete({ _id: 'p-bad' }, { projection: { a: 1, b: 0 } }), 31254);
   assert.equal(await orders.countDocuments({ _id: 'p-bad' }), 1);
+});
+
+test('killSessions and killAllSessions through the proxy end the client\'s sessions, never the proxy\'s own sessions on the tiers', async () => {
+  const client = await t.client();
+  const shop = client.db('shop');
+  const orders = shop.collection('orders');
+  const now = Date.now();
+  await orders.insertMany([1, 2, 3].map((i) => ({ _id: `ks${i}`, date: new Date(now - i) })));
+  await shop.collection('plain').insertOne({ _id: 'ks' });
+
+  // A session of the proxy's own kind (its workers' lsid prefix) holds a
+  // transaction open on the fast tier, beside the client's sessions.
+  const fast = await t.directClient('fast');
+  const internal = fast.startSession();
+  internal.serverSession.id = { id: new Binary(Buffer.from('haloclInkillsess'), Binary.SUBTYPE_UUID) };
+  internal.startTransaction();
+  await fast.db('shop').collection('internal').insertOne({ _id: 1 }, { session: internal });
+
+  // Session A: a cursor on the tiered collection, killed by name.
+  const a = client.startSession();
+  const r = await shop.command({ find: 'orders', filter: { _id: /^ks/ }, batchSize: 1 }, { session: a });
+  assert.notEqual(Number(r.cursor.id), 0);
+  assert.equal((await client.db('admin').command({ killSessions: [a.id] })).ok, 1);
+  await expectServerError(shop.command({ getMore: r.cursor.id, collection: 'orders' }, { session: a }), 43);
+
+  // Session B: a transaction, ended by killAllSessions [] (every client session).
+  const b = client.startSession();
+  b.startTransaction();
+  await shop.collection('plain').updateOne({ _id: 'ks' }, { $set: { v: 1 } }, { session: b });
+  assert.equal((await client.db('admin').command({ killAllSessions: [] })).ok, 1);
+  assert.equal((await client.db('admin').command({ killSessions: [] })).ok, 1);
+  const err = await b.commitTransaction().then(() => null, (e) => e);
+  assert.ok(err, 'the killed transaction committed');
+  assert.equal(err.code, 251, show(err));
+  assert.equal((await shop.collection('plain').findOne({ _id: 'ks' })).v, undefined);
+
+  // The proxy's own session was spared: its transaction still commits.
+  await internal.commitTransaction();
+  assert.equal(await fast.db('shop').collection('internal').countDocuments({ _id: 1 }), 1);
+  await Promise.all([a, b, internal].map((s) => s.endSession()));
+
+  // Bad arguments get mongod's errors; the proxy's workers go on.
+  await expectServerError(client.db('admin').command({ killSessions: 'all' }), 14);
+  await expectServerError(client.db('admin').command({ killSessions: [{}] }), 40414);
+  await orders.insertOne({ _id: 'ks-after', date: new Date() });
+  assert.equal((await orders.findOne({ _id: 'ks-after' }))._id, 'ks-after');
+});
+
+test('$out and $merge from a tiered collection write every acknowledged document; into a tiered collection they are refused', async () => {
+  const client = await t.client();
+  const shop = client.db('shop');
+  const orders = shop.collection('orders');
+  // Just written: in the fast tier, maybe not yet in the archive where $out runs.
+  const now = Date.now();
+  await orders.insertMany([1, 2, 3].map((i) => ({ _id: `out${i}`, date: new Date(now - i), v: i })));
+  const route = await t.explain({ aggregate: 'orders', pipeline: [{ $match: { _id: /^out/ } }, { $out: 'outReport' }], cursor: {} });
+  assert.equal(route.tier, 'archive', show(route));
+  await orders.aggregate([{ $match: { _id: /^out/ } }, { $project: { v: 1 } }, { $out: 'outReport' }]).toArray();
+  assert.deepEqual(await shop.collection('outReport').find().sort({ _id: 1 }).toArray(), [1, 2, 3].map((v) => ({ _id: `out${v}`, v })));
+  await orders.updateOne({ _id: 'out2' }, { $set: { v: 20 } });
+  await orders.aggregate([{ $match: { _id: 'out2' } }, { $project: { v: 1 } }, { $merge: { into: 'outReport', whenMatched: 'replace' } }]).toArray();
+  assert.equal((await shop.collection('outReport').findOne({ _id: 'out2' })).v, 20);
+
+  // Into the tiered collection: from an untiered one, from $documents, with either stage.
+  await expectServerError(shop.collection('outReport').aggregate([{ $out: 'orders' }]).toArray(), 115);
+  await expectServerError(shop.collection('outReport').aggregate([{ $merge: { into: { db: 'shop', coll: 'orders' } } }]).toArray(), 115);
+  await expectServerError(shop.aggregate([{ $documents: [{ _id: 'x' }] }, { $merge: 'orders' }]).toArray(), 115);
+  await expectServerError(orders.aggregate([{ $out: { db: 'shop', coll: 'orders' } }]).toArray(), 115);
+  assert.equal(await orders.countDocuments({ _id: 'x' }), 0);
 });

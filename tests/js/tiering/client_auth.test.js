@@ -195,3 +195,28 @@ test('another user\'s cursor and session are refused', async () => {
     await aliceSession.endSession();
   }
 });
+
+test('killSessions [] ends only the caller\'s sessions: another user\'s transaction goes on', async () => {
+  const alice = await as('alice');
+  const other = await as('old');
+  const mine = alice.startSession();
+  const theirs = other.startSession();
+  try {
+    for (const [c, s, id] of [[alice, mine, 'ka'], [other, theirs, 'kd']]) {
+      s.startTransaction();
+      await c.db('shop').collection('plain').insertOne({ _id: id }, { session: s });
+    }
+    assert.equal((await alice.db('admin').command({ killSessions: [] })).ok, 1);
+    const err = await mine.commitTransaction().then(() => null, (e) => e);
+    assert.ok(err, 'the caller\'s killed transaction committed');
+    assert.equal(err.code, 251, show(err));
+    await theirs.commitTransaction();
+    const plain = alice.db('shop').collection('plain');
+    assert.equal(await plain.countDocuments({ _id: { $in: ['ka', 'kd'] } }), 1);
+    assert.equal(await plain.countDocuments({ _id: 'kd' }), 1);
+    // killAllSessions needs killAnySession, which readWrite does not grant.
+    await expectServerError(alice.db('admin').command({ killAllSessions: [] }), 13);
+  } finally {
+    await Promise.all([mine.endSession(), theirs.endSession()]);
+  }
+});

@@ -260,3 +260,29 @@ test('the recoveryToken names the fast tier, and a commit through another proxy 
   }
   assert.equal((await orders.findOne({ _id: 45 })).n, 4500);
 });
+
+test('snapshot reads outside a transaction read the fast tier at one time after copying up what they need; a document copied up after the snapshot gets 246', async () => {
+  const session = client.startSession({ snapshot: true });
+  try {
+    // The first read copies 35 and 38 up from the archive, then takes the snapshot.
+    const first = await orders.find({ _id: { $in: [35, 38] } }, { session }).sort({ _id: 1 }).toArray();
+    assert.deepEqual(first.map((d) => d.n), [35, 38]);
+    // Written after the snapshot, outside the session: the session still reads the old version.
+    await orders.updateOne({ _id: 35 }, { $set: { n: 3500 } });
+    assert.equal((await orders.findOne({ _id: 35 }, { session })).n, 35);
+    assert.equal(await orders.countDocuments({ _id: { $in: [35, 38] }, n: { $lt: 100 } }, { session }), 2);
+    // _id 41 lived only in the archive at the snapshot: the fast tier cannot read it at that time.
+    const e = await expectServerError(orders.findOne({ _id: 41 }, { session }), 246);
+    assert.match(e.message, /snapshot/, show(e));
+  } finally {
+    await session.endSession();
+  }
+  // A new snapshot sees the current versions, 41 included.
+  const fresh = client.startSession({ snapshot: true });
+  try {
+    assert.equal((await orders.findOne({ _id: 35 }, { session: fresh })).n, 3500);
+    assert.equal((await orders.findOne({ _id: 41 }, { session: fresh })).n, 41);
+  } finally {
+    await fresh.endSession();
+  }
+});
