@@ -19,6 +19,11 @@
 #include "store/storage/engine.h"
 #include "store/txn/session_catalog.h"
 
+// gperftools' tcmalloc, when the binary links it (src/cli/CMakeLists.txt): weak,
+// so the libraries also link into tests that use the default allocator.
+extern "C" int MallocExtension_GetNumericProperty(const char* property, size_t* value)
+    __attribute__((weak));
+
 namespace halo::store {
 
 inline constexpr const char* kVersion = "7.0.15";
@@ -30,6 +35,36 @@ int64_t nowMillis() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+/// serverStatus.tcmalloc, as mongod built with tcmalloc reports it: the bytes
+/// the program holds (generic.current_allocated_bytes) beside what the
+/// allocator took from the system (heap_size) and keeps free in its caches.
+/// Nothing when the allocator is not tcmalloc.
+void appendTcmalloc(bson_t* r) {
+    if (!MallocExtension_GetNumericProperty) return;
+    auto append = [](bson_t* to, const char* key, const char* property) {
+        size_t v = 0;
+        if (MallocExtension_GetNumericProperty(property, &v))
+            BSON_APPEND_INT64(to, key, static_cast<int64_t>(v));
+    };
+    bson_t t, generic, details;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "tcmalloc", &t);
+    BSON_APPEND_DOCUMENT_BEGIN(&t, "generic", &generic);
+    append(&generic, "current_allocated_bytes", "generic.current_allocated_bytes");
+    append(&generic, "heap_size", "generic.heap_size");
+    bson_append_document_end(&t, &generic);
+    BSON_APPEND_DOCUMENT_BEGIN(&t, "tcmalloc", &details);
+    append(&details, "pageheap_free_bytes", "tcmalloc.pageheap_free_bytes");
+    append(&details, "pageheap_unmapped_bytes", "tcmalloc.pageheap_unmapped_bytes");
+    append(&details, "max_total_thread_cache_bytes", "tcmalloc.max_total_thread_cache_bytes");
+    append(&details, "current_total_thread_cache_bytes",
+           "tcmalloc.current_total_thread_cache_bytes");
+    append(&details, "central_cache_free_bytes", "tcmalloc.central_cache_free_bytes");
+    append(&details, "transfer_cache_free_bytes", "tcmalloc.transfer_cache_free_bytes");
+    append(&details, "thread_cache_free_bytes", "tcmalloc.thread_cache_free_bytes");
+    bson_append_document_end(&t, &details);
+    bson_append_document_end(r, &t);
 }
 
 void negotiateCompression(OperationContext& op, bson_t* reply) {
@@ -312,6 +347,7 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           e.connStat(WT_STAT_CONN_CACHE_PAGES_INUSE));
         bson_append_document_end(&wt, &cache);
         bson_append_document_end(r, &wt);
+        appendTcmalloc(r);
         BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &metrics);
         BSON_APPEND_DOCUMENT_BEGIN(&metrics, "cursor", &cursor);
         BSON_APPEND_INT64(&cursor, "timedOut", st.cursors().timedOut());

@@ -10,7 +10,8 @@
 //
 // The rules, over the readings from the end of the warm-up (the baseline) on:
 //  - bound: no reading in the last third of the run exceeds the baseline by more than
-//    RULES[series].bound (RSS: 25% or 32 MiB, whichever is larger; descriptors: 25% or 16;
+//    RULES[series].bound (RSS, and each store's heap in use as tcmalloc counts it: 25% or
+//    32 MiB, whichever is larger; descriptors: 25% or 16;
 //    threads: 25% or 8; fast-tier documents: 50% or 1000, checked only when the warm-up
 //    outlasts horizon + guard + 1 minute, i.e. eviction has reached its steady state);
 //  - trend: with at least 5 readings, the series does not rise at every single step with an
@@ -262,7 +263,13 @@ async function tierSize(client, metadataDb) {
     if (e.code !== 26) throw e; // NamespaceNotFound: not created in this tier yet
   }
   const tombstones = await client.db(metadataDb).collection('tombstones').estimatedDocumentCount();
-  return { docs: stats.count, dataMiB: Math.round((stats.size / MiB) * 10) / 10, tombstones };
+  // What the store's code holds (tcmalloc's allocated bytes, without the allocator's
+  // free caches) and what of it is WiredTiger's cache: RSS minus these is allocator slack.
+  const status = await client.db('admin').command({ serverStatus: 1 });
+  const mib = (v) => (typeof v === 'number' || typeof v === 'bigint' ? Math.round((Number(v) / MiB) * 10) / 10 : null);
+  const heapMiB = mib(status.tcmalloc?.generic?.current_allocated_bytes);
+  const cacheMiB = mib(status.wiredTiger?.cache?.['bytes currently in the cache']);
+  return { docs: stats.count, dataMiB: Math.round((stats.size / MiB) * 10) / 10, tombstones, heapMiB, cacheMiB };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -272,6 +279,7 @@ const RULES = {
   rssMiB: { bound: (b) => Math.max(b * 1.25, b + 32), trend: (b, last) => last - b > Math.max(b * 0.05, 4), what: 'RSS (MiB)' },
   fds: { bound: (b) => b + Math.max(b * 0.25, 16), trend: (b, last) => last - b >= 1, what: 'open descriptors' },
   threads: { bound: (b) => b + Math.max(b * 0.25, 8), trend: (b, last) => last - b >= 1, what: 'threads' },
+  heapMiB: { bound: (b) => Math.max(b * 1.25, b + 32), trend: (b, last) => last - b > Math.max(b * 0.05, 4), what: 'heap in use (MiB, tcmalloc)' },
   fastDocs: { bound: (b) => Math.max(b * 1.5, b + 1000), trend: null, what: 'fast-tier documents + tombstones' },
 };
 const TREND_MIN_READINGS = 5;
@@ -285,6 +293,10 @@ function judge(samples, opts, meter, horizonMs, guardMs) {
   const series = [];
   for (const name of ['proxy', 'fast', 'archive']) {
     for (const key of ['rssMiB', 'fds', 'threads']) series.push({ label: `${name} ${RULES[key].what}`, rule: RULES[key], get: (s) => s.procs[name][key] });
+  }
+  for (const name of ['fast', 'archive']) {
+    if (post.length && post[0][name] && post[0][name].heapMiB !== null && post[0][name].heapMiB !== undefined)
+      series.push({ label: `${name} ${RULES.heapMiB.what}`, rule: RULES.heapMiB, get: (s) => (s[name] ? s[name].heapMiB : null) });
   }
   if (opts.warmup * 60_000 >= horizonMs + guardMs + 60_000) {
     series.push({
@@ -337,7 +349,7 @@ function fmt(n, width, digits = 0) {
 }
 
 const HEADER =
-  ' min   ops/s  p99ms  errs | RSS MiB: proxy   fast archive | fds: proxy fast arch | thr: proxy fast arch | fast docs tombst  MiB | archive docs | evicted backlog';
+  ' min   ops/s  p99ms  errs | RSS MiB: proxy   fast archive | fds: proxy fast arch | thr: proxy fast arch | fast docs tombst  MiB | archive docs | evicted backlog | heap MiB: fast arch | WT cache: fast arch';
 
 function line(s) {
   const p = s.procs;
@@ -367,6 +379,12 @@ function line(s) {
     ' |',
     fmt(s.evicted, 8),
     fmt(s.backlog, 8),
+    ' |',
+    fmt(s.fast && s.fast.heapMiB, 15, 1),
+    fmt(s.archive && s.archive.heapMiB, 5, 1),
+    ' |',
+    fmt(s.fast && s.fast.cacheMiB, 15, 1),
+    fmt(s.archive && s.archive.cacheMiB, 5, 1),
   ].join('');
 }
 
@@ -376,11 +394,12 @@ function writeResults(file, doc) {
   const cols = ['minute', 'opsPerSec', 'p50Ms', 'p99Ms', 'errors'];
   const head = [...cols];
   for (const n of ['proxy', 'fast', 'archive']) head.push(`${n}RssMiB`, `${n}Fds`, `${n}Threads`);
-  head.push('fastDocs', 'fastTombstones', 'fastDataMiB', 'archiveDocs', 'evicted', 'backlog');
+  head.push('fastDocs', 'fastTombstones', 'fastDataMiB', 'archiveDocs', 'evicted', 'backlog', 'fastHeapMiB', 'archiveHeapMiB', 'fastCacheMiB', 'archiveCacheMiB');
   const rows = doc.samples.map((s) => {
     const r = cols.map((c) => s[c]);
     for (const n of ['proxy', 'fast', 'archive']) r.push(s.procs[n].rssMiB, s.procs[n].fds, s.procs[n].threads);
     r.push(s.fast.docs, s.fast.tombstones, s.fast.dataMiB, s.archive.docs, s.evicted, s.backlog);
+    for (const n of ['fast', 'archive']) r.push(s[n] && s[n].heapMiB, s[n] && s[n].cacheMiB);
     return r.map((v) => (v === null || v === undefined ? '' : v)).join(',');
   });
   fs.writeFileSync(file.replace(/\.json$/, '') + '.csv', `${head.join(',')}\n${rows.map((r) => `${r}\n`).join('')}`);
@@ -457,8 +476,8 @@ async function main() {
         opsPerSec: Math.round((m.ops / opts.sampleSeconds) * 10) / 10,
         ...m,
         procs: { proxy: procStatus(pids.proxy), fast: procStatus(pids.fast), archive: procStatus(pids.archive) },
-        fast: { docs: null, dataMiB: null, tombstones: null },
-        archive: { docs: null, dataMiB: null, tombstones: null },
+        fast: { docs: null, dataMiB: null, tombstones: null, heapMiB: null, cacheMiB: null },
+        archive: { docs: null, dataMiB: null, tombstones: null, heapMiB: null, cacheMiB: null },
         evicted: null,
         backlog: null,
         feederLagOps: null,
@@ -505,8 +524,8 @@ async function main() {
 
 function describeRules() {
   return {
-    bound: 'every reading in the last third <= bound(baseline): RSS max(1.25b, b+32 MiB); fds b+max(0.25b,16); threads b+max(0.25b,8); fast docs+tombstones max(1.5b, b+1000)',
-    trend: `with >= ${TREND_MIN_READINGS} readings after the warm-up: not rising at every reading (RSS by > max(5%, 4 MiB) overall; fds, threads by >= 1)`,
+    bound: 'every reading in the last third <= bound(baseline): RSS and each store heap in use max(1.25b, b+32 MiB); fds b+max(0.25b,16); threads b+max(0.25b,8); fast docs+tombstones max(1.5b, b+1000)',
+    trend: `with >= ${TREND_MIN_READINGS} readings after the warm-up: not rising at every reading (RSS and heap by > max(5%, 4 MiB) overall; fds, threads by >= 1)`,
     other: `no crash or sanitizer report; an operation completed in every period; at most ${MAX_ERROR_RATE * 100}% of operations failed`,
   };
 }
