@@ -3,7 +3,7 @@
 callgrind: repeatable to a fraction of a percent even while other work shares
 the machine, unlike throughput. Prints one line per command kind.
 
-  tests/bench/instructions_per_command.py [--bin build/release/src/cli/halocline] [--ops 2000] [--proxy]
+  tests/bench/instructions_per_command.py [--bin build/release/src/cli/halocline] [--ops 2000] [--proxy] [--keep DIR]
 
 Starts `halocline store --replSet rs0` under `valgrind --tool=callgrind` with
 instrumentation off, loads 2,000 documents of ~120 bytes and warms every path
@@ -51,6 +51,8 @@ def main():
     ap.add_argument("--bin", default="build/release/src/cli/halocline")
     ap.add_argument("--ops", type=int, default=2000)
     ap.add_argument("--proxy", action="store_true", help="count the proxy's instructions")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="copy the callgrind dumps (one per command kind) to DIR, for callgrind_annotate")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="halo-instr-")
     out = os.path.join(work, "callgrind.out")
@@ -86,6 +88,10 @@ def main():
         for p in reversed(procs):
             p.terminate()
             p.wait()
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for dump in glob.glob(out + ".*"):
+                shutil.copy(dump, args.keep)
         shutil.rmtree(work, ignore_errors=True)
 
 
