@@ -190,7 +190,12 @@ void checkFields(const OperationContext& op, std::initializer_list<std::string_v
     for (size_t i = 1; i < op.args.size(); ++i) {  // after the command name
         std::string_view k = op.args.key(i);
         bool ok = false;
-        for (auto f : known) ok = ok || f == k;
+        for (auto f : known) {
+            if (f == k) {
+                ok = true;
+                break;
+            }
+        }
         if (!ok && !isGenericArgument(k))
             uasserted(ErrorCode::Location40415,
                       fmt::format("BSON field '{}.{}' is an unknown field.", op.name, k));

@@ -112,7 +112,7 @@ class CommandLet {
 /// The collation an operation uses: the `collation` argument of `cmd` (a command
 /// or one write statement; TypeMismatch when not an object), else the
 /// collection's default. One rule for every command, as in mongod.
-query::CollatorPtr collationFor(const bson_t* cmd, const CollectionEntry* coll,
+query::CollatorPtr collationFor(const bson::Fields& cmd, const CollectionEntry* coll,
                                 std::string_view cmdName) {
     bson_t spec;
     bool have = cmdarg::getDoc(cmd, "collation", &spec, cmdName);
@@ -161,7 +161,7 @@ void runFind(OperationContext& op, bson_t* reply) {
     }
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
-    spec.collator = collationFor(op.cmd, coll.get(), "find");
+    spec.collator = collationFor(op.args, coll.get(), "find");
     auto exec = std::make_unique<FindExecutor>(coll, std::move(spec));
     if (!coll) {
         bson_t cursor, arr;
@@ -1252,7 +1252,7 @@ void runCount(OperationContext& op, bson_t* reply) {
     if (limit < 0) limit = -limit;
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
-    query::CollatorPtr collator = collationFor(op.cmd, coll.get(), "count");
+    query::CollatorPtr collator = collationFor(op.args, coll.get(), "count");
     int64_t n = 0;
     if (coll) {
         if (query.empty() && !op.args.has("hint")) {
@@ -1306,7 +1306,7 @@ void runDistinct(OperationContext& op, bson_t* reply) {
     if (cmdarg::getDoc(op.args, "query", &qv, "distinct")) query = bson::Doc::copyOf(&qv);
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
-    query::CollatorPtr collator = collationFor(op.cmd, coll.get(), "distinct");
+    query::CollatorPtr collator = collationFor(op.args, coll.get(), "distinct");
     bson_t arr;
     BSON_APPEND_ARRAY_BEGIN(reply, "values", &arr);
     if (coll) {
