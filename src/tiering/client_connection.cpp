@@ -73,13 +73,24 @@ OpTime afterClusterTime(const bson_t* cmd) {
 /// afterClusterTime (the archive has its own clock; the proxy waits instead).
 bson::Doc forwardBody(const bson_t* cmd, bool toArchive) {
     // recoveryToken is the proxy's own (see runCommand): no tier needs it.
-    bson_t rc;
-    if (!toArchive || !bson::subDocument(cmd, "readConcern", &rc) ||
-        !bson_has_field(&rc, "afterClusterTime"))
-        return bson::copyWithout(cmd, {"$clusterTime", "recoveryToken"});
-    bson::Doc out = bson::copyWithout(cmd, {"$clusterTime", "recoveryToken", "readConcern"});
-    bson::Doc level = bson::copyWithout(&rc, {"afterClusterTime"});
-    BSON_APPEND_DOCUMENT(out.mut(), "readConcern", level.get());
+    if (!toArchive) return bson::copyWithout(cmd, {"$clusterTime", "recoveryToken"});
+    // One pass: readConcern is set aside and appended again, at the end,
+    // without afterClusterTime (a command's fields but its name have no order).
+    std::optional<bson_iter_t> readConcern;
+    bson::Doc out = bson::copyWithout(cmd, {"$clusterTime", "recoveryToken", "readConcern"},
+                                      [&](const bson_iter_t& it) {
+                                          if (std::string_view(bson_iter_key(&it)) == "readConcern")
+                                              readConcern = it;
+                                      });
+    if (readConcern) {
+        bson_t rc;
+        if (bson::subDocumentAt(*readConcern, &rc)) {
+            bson::Doc level = bson::copyWithout(&rc, {"afterClusterTime"});
+            BSON_APPEND_DOCUMENT(out.mut(), "readConcern", level.get());
+        } else {
+            bson_append_iter(out.mut(), nullptr, 0, &*readConcern);  // the tier refuses it
+        }
+    }
     return out;
 }
 
@@ -340,12 +351,18 @@ asio::awaitable<net::HandlerResult> ClientConnection::onFrame(net::Frame frame) 
     } else {
         moreToCome = (m.getValue().flags & wire::kMoreToCome) != 0;
         bson::View body(m.getValue().body.data(), m.getValue().body.size());
-        std::string db = str(body.get(), "$db");
+        // The command's fields, read once: the lookups of every command
+        // ($db, its session and transaction) ask this index, not the bytes.
+        const bson::Fields fields(body.get());
+        bson_iter_t dbField;
+        std::string db;
+        if (fields.find("$db", &dbField) && BSON_ITER_HOLDS_UTF8(&dbField))
+            db = bson_iter_utf8(&dbField, nullptr);
         if (db.empty())
             reply = errorDoc(
                 Status(ErrorCode::Location40571, "OP_MSG requests require a $db argument"));
         else
-            reply = co_await runCommand(m.getValue(), body.get(), db);
+            reply = co_await runCommand(m.getValue(), body.get(), fields, db);
     }
     if (closeAfterReply_) co_return net::HandlerResult{std::nullopt, true};
     if (moreToCome) co_return net::HandlerResult{std::nullopt, false};
@@ -394,7 +411,8 @@ asio::awaitable<bson::Doc> ClientConnection::legacyCommand(const Frame& frame) {
         if (std::string_view(bson_iter_key(&it)) != "$db")
             bson_append_iter(body.mut(), nullptr, 0, &it);
     BSON_APPEND_UTF8(body.mut(), "$db", db.c_str());
-    co_return co_await runCommand(wire::OpMsg{}, body.get(), db);
+    const bson::Fields fields(body.get());
+    co_return co_await runCommand(wire::OpMsg{}, body.get(), fields, db);
 }
 
 namespace {
@@ -426,11 +444,12 @@ std::shared_ptr<const SteadyTime> operationDeadline(const bson_t* cmd) {
 }  // namespace
 
 asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, const bson_t* cmd,
+                                                        const bson::Fields& fields,
                                                         const std::string& db) {
     bson::Doc reply;
     slot_.begin(cmd, db, auth_.principal());
     // The transaction the command is a statement of (one scan of the command).
-    const std::optional<TxnKey> txn = txnKeyOf(cmd);
+    const std::optional<TxnKey> txn = txnKeyOf(fields);
     try {
         Status own = sessionAllowed(cmd);
         std::string_view name;

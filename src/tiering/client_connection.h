@@ -135,8 +135,9 @@ class ClientConnection : public net::FrameHandler {
 
     /// Runs one command (any exception becomes an error reply) and completes
     /// the reply: the proxy's clock, and recoveryToken in a transaction.
+    /// `fields`: cmd's top-level fields, read once by the caller.
     asio::awaitable<bson::Doc> runCommand(const wire::OpMsg& msg, const bson_t* cmd,
-                                          const std::string& db);
+                                          const bson::Fields& fields, const std::string& db);
     /// listDatabases for a user without the listDatabases privilege.
     asio::awaitable<bson::Doc> listAuthorizedDatabases(const wire::OpMsg& msg, const bson_t* body);
     /// OK unless the command's lsid belongs to another user (Proxy::claimSession).

@@ -20,17 +20,17 @@ Status arrivedSince(const std::string& ns, const std::string& what) {
 }  // namespace
 
 std::optional<TxnKey> txnKeyOf(const bson_t* cmd) {
+    return txnKeyOf(bson::Fields(cmd));
+}
+
+std::optional<TxnKey> txnKeyOf(const bson::Fields& cmd) {
     bson_t lsid;
     bson_iter_t it, id;
-    if (!bson_has_field(cmd, "autocommit") || !bson::subDocument(cmd, "lsid", &lsid) ||
+    if (!cmd.has("autocommit") || !cmd.subDocument("lsid", &lsid) ||
         !bson_iter_init_find(&id, &lsid, "id") || !BSON_ITER_HOLDS_BINARY(&id) ||
-        !bson_iter_init_find(&it, cmd, "txnNumber") || !BSON_ITER_HOLDS_NUMBER(&it))
+        !cmd.find("txnNumber", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
         return std::nullopt;
-    bson_subtype_t st;
-    uint32_t len;
-    const uint8_t* data;
-    bson_iter_binary(&id, &st, &len, &data);
-    return TxnKey{std::string(reinterpret_cast<const char*>(data), len), bson_iter_as_int64(&it)};
+    return TxnKey{bson::binaryBytes(id), bson_iter_as_int64(&it)};
 }
 
 std::optional<TxnTable::Entry> TxnTable::find(const TxnKey& k) {

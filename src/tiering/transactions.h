@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bson/doc.h"
+#include "bson/fields.h"
 #include "tiering/protocol.h"
 #include "tiering/tier.h"
 
@@ -26,6 +27,8 @@ struct TxnKey {
 /// The transaction a command is a statement of (it carries lsid, txnNumber
 /// and autocommit, as only statements of a transaction do).
 std::optional<TxnKey> txnKeyOf(const bson_t* cmd);
+/// The same, over the command's field index (one pass over it, read once).
+std::optional<TxnKey> txnKeyOf(const bson::Fields& cmd);
 
 /// Where a transaction runs: tiered collections in the fast tier, untiered
 /// ones in the archive, never both (one replica set commits it).
