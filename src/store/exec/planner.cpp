@@ -270,6 +270,27 @@ int buildIntervals(const IndexEntry& idx, const std::map<std::string, FieldBound
 
 }  // namespace
 
+namespace {
+
+/// The collection's natural order: a clustered collection's documents lie in
+/// its cluster key's order (mongod stores them keyed by _id), so its natural
+/// scan is the whole _id index; any other's is the record order.
+QueryPlan naturalOrder(const CollectionEntry& coll, bool reverse) {
+    QueryPlan p;
+    p.reverse = reverse;
+    if (!bson_has_field(coll.options.get(), "clusteredIndex")) return p;
+    for (const auto& idx : coll.indexes) {
+        if (!idx->isIdIndex()) continue;
+        p.index = idx;
+        p.intervals = {KeyInterval{"", true, "", true}};
+        p.boundsSummary = "[MinKey, MaxKey]";
+        break;
+    }
+    return p;
+}
+
+}  // namespace
+
 QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bson_t* sort,
                     const bson_t* hint, const query::Collator* collator) {
     std::map<std::string, FieldBounds> bounds;
@@ -291,9 +312,7 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
             for (const auto& i : coll.indexes)
                 if (i->name == name) chosen = i;
         } else if (std::string_view(bson_iter_key(&it)) == "$natural") {
-            QueryPlan p;
-            p.reverse = bson::toDouble(*bson_iter_value(&it)) < 0;
-            return p;
+            return naturalOrder(coll, bson::toDouble(*bson_iter_value(&it)) < 0);
         } else {
             for (const auto& i : coll.indexes)
                 if (bson::compareDocs(i->keyPattern.get(), hint) == 0) chosen = i;
@@ -372,13 +391,12 @@ QueryPlan planQuery(const CollectionEntry& coll, const bson_t* filter, const bso
         }
         bson_iter_t it;
         if (bson::find(sort, "$natural", &it)) {
-            QueryPlan p;
-            p.reverse = bson::toDouble(*bson_iter_value(&it)) < 0;
+            QueryPlan p = naturalOrder(coll, bson::toDouble(*bson_iter_value(&it)) < 0);
             p.providesSort = bson_count_keys(sort) == 1;
             return p;
         }
     }
-    return QueryPlan{};
+    return naturalOrder(coll, false);
 }
 
 }  // namespace halo::store

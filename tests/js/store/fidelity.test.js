@@ -544,6 +544,10 @@ test('clustered collections: created, listed and their cluster key shown as mong
   // Documents go in and come out by _id as in any collection; the cluster key is unique.
   assert.equal((await run({ insert: name, documents: [{ _id: 2 }, { _id: 1 }] })).n, 2);
   assert.deepEqual((await run({ find: name, sort: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }, { _id: 2 }]);
+  // Their natural order is the cluster key's, as mongod stores them, not the insertion order.
+  assert.deepEqual((await run({ find: name })).cursor.firstBatch, [{ _id: 1 }, { _id: 2 }]);
+  assert.deepEqual((await run({ find: name, sort: { $natural: -1 } })).cursor.firstBatch, [{ _id: 2 }, { _id: 1 }]);
+  assert.deepEqual((await run({ find: name, hint: { $natural: -1 } })).cursor.firstBatch, [{ _id: 2 }, { _id: 1 }]);
   assert.equal((await run({ insert: name, documents: [{ _id: 1 }] })).writeErrors[0].code, 11000);
   // The default name.
   const plain = collName();

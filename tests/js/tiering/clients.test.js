@@ -323,3 +323,19 @@ test('the Java driver 3.6 (YCSB 0.17\'s) connects through the proxy (isMaster an
   assert.deepEqual(r.stdout.trim().split('\n').slice(1), ['inserted 50', 'user7 changed', 'scanned 50', 'after delete 49']);
   assert.match(r.stdout, /^buildinfo version \d+\.\d+/);
 });
+
+test('untiered collections keep the store\'s features through the proxy: a clustered collection with its cluster key', async () => {
+  const client = await t.client();
+  const db = client.db('passthrough');
+  await db.createCollection('clustered', { clusteredIndex: { key: { _id: 1 }, unique: true, name: 'by_id' }, expireAfterSeconds: 3600 });
+  const [info] = await db.listCollections({ name: 'clustered' }).toArray();
+  assert.deepEqual(info.options.clusteredIndex, { v: 2, key: { _id: 1 }, name: 'by_id', unique: true }, show(info));
+  assert.equal(info.options.expireAfterSeconds, 3600);
+  assert.equal(info.idIndex, undefined, 'a clustered collection has no separate _id index');
+  const coll = db.collection('clustered');
+  await coll.insertMany([{ _id: 2, v: 'b' }, { _id: 1, v: 'a' }]);
+  assert.deepEqual(await coll.find().toArray(), [{ _id: 1, v: 'a' }, { _id: 2, v: 'b' }]);
+  const indexes = await coll.indexes();
+  assert.deepEqual(indexes.map((i) => [i.name, i.clustered]), [['by_id', true]], show(indexes));
+  await assert.rejects(coll.dropIndex('by_id'), (e) => e.code === 72, 'the cluster key cannot be dropped (72)');
+});
