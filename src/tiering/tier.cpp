@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "auth/scram.h"
 #include "common/log.h"
@@ -757,9 +758,23 @@ Status replyStatus(const bson_t* reply) {
         std::string msg = readString(d, "errmsg");
         return Status(static_cast<ErrorCode>(code), msg.empty() ? "unknown error" : msg);
     };
-    if (bson_iter_init_find(&it, reply, "ok") && !bson_iter_as_bool(&it)) return statusFrom(reply);
+    // One pass over the reply for the three fields that can carry an error.
+    bool failed = false;
+    std::optional<bson_iter_t> writeErrors, writeConcernError;
+    if (bson_iter_init(&it, reply)) {
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "ok")
+                failed = !bson_iter_as_bool(&it);
+            else if (k == "writeErrors" && !writeErrors)
+                writeErrors = it;
+            else if (k == "writeConcernError" && !writeConcernError)
+                writeConcernError = it;
+        }
+    }
+    if (failed) return statusFrom(reply);
     bson_t sub;
-    if (bson::subDocument(reply, "writeErrors", &sub)) {
+    if (writeErrors && bson::subDocumentAt(*writeErrors, &sub)) {
         bson_iter_t e;
         if (bson_iter_init(&e, &sub) && bson_iter_next(&e) && BSON_ITER_HOLDS_DOCUMENT(&e)) {
             uint32_t len;
@@ -769,7 +784,7 @@ Status replyStatus(const bson_t* reply) {
             return statusFrom(v.get());
         }
     }
-    if (bson::subDocument(reply, "writeConcernError", &sub)) return statusFrom(&sub);
+    if (writeConcernError && bson::subDocumentAt(*writeConcernError, &sub)) return statusFrom(&sub);
     return Status::OK();
 }
 

@@ -13,11 +13,16 @@ drivers do) and divides the store's whole instruction count, every thread
 included, by N. With --proxy it counts the proxy's instructions instead: two
 stores (fast tier and archive, not instrumented) and `halocline proxy` under
 callgrind, the same commands sent through it to an untiered collection (its
-pass-through path: dispatch, forwarding, reply rewriting).
+pass-through path: dispatch, forwarding, reply rewriting). With --tiered as well, the
+commands go to a tiered collection instead (`bench.tiered`, age field `date`, every
+document recent, so reads by `_id` are answered by the fast tier and writes land there):
+the proxy's tiered path, its extra fast-tier round trips included in the store's count
+but not in the proxy's.
 Needs valgrind and Debian's python3-pymongo (/usr/bin/python3).
 A benchmark: it prints figures and asserts nothing.
 """
 import argparse
+import datetime
 import glob
 import os
 import re
@@ -51,6 +56,8 @@ def main():
     ap.add_argument("--bin", default="build/release/src/cli/halocline")
     ap.add_argument("--ops", type=int, default=2000)
     ap.add_argument("--proxy", action="store_true", help="count the proxy's instructions")
+    ap.add_argument("--tiered", action="store_true",
+                    help="with --proxy: the commands on a tiered collection")
     ap.add_argument("--keep", metavar="DIR",
                     help="copy the callgrind dumps (one per command kind) to DIR, for callgrind_annotate")
     args = ap.parse_args()
@@ -83,7 +90,7 @@ def main():
             proc, port = start(grind + [args.bin, "proxy", "--config", config],
                                os.path.join(work, "proxy.log"))
             procs.append(proc)
-        measure(port, proc.pid, args.ops, out)
+        measure(port, proc.pid, args.ops, out, args.tiered)
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -100,19 +107,23 @@ def control(pid, *words):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def measure(port, pid, n, out):
+def measure(port, pid, n, out, tiered=False):
     client = MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true")
-    coll = client.bench.ops
-    coll.drop()
-    coll.insert_many([{"_id": i, "field0": "x" * 100, "n": 0} for i in range(2000)])
+    coll = client.bench.tiered if tiered else client.bench.ops
+    if not tiered:
+        coll.drop()
+    # A tiered collection's documents carry its age field, recent.
+    now = datetime.datetime.now(datetime.timezone.utc)
+    aged = (lambda d: {**d, "date": now}) if tiered else (lambda d: d)
+    coll.insert_many([aged({"_id": i, "field0": "x" * 100, "n": 0}) for i in range(2000)])
     for i in range(200):  # warm every path up
         coll.find_one({"_id": i})
         coll.update_one({"_id": i}, {"$inc": {"n": 1}})
-        coll.insert_one({"_id": 100000 + i, "field0": "y" * 100})
+        coll.insert_one(aged({"_id": 100000 + i, "field0": "y" * 100}))
         list(coll.find({}, batch_size=2).limit(4))
     kinds = [
         ("find by _id", lambda i: coll.find_one({"_id": i % 2000})),
-        ("insert one", lambda i: coll.insert_one({"_id": 200000 + i, "field0": "z" * 100})),
+        ("insert one", lambda i: coll.insert_one(aged({"_id": 200000 + i, "field0": "z" * 100}))),
         ("update one by _id ($inc)", lambda i: coll.update_one({"_id": i % 2000}, {"$inc": {"n": 1}})),
         ("find batchSize 1 + 2 getMores",
          lambda i: list(coll.find({"_id": {"$gte": (i * 3) % 1900}}, batch_size=1).limit(3))),
