@@ -803,27 +803,32 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> Tier::collect(const bson_t* 
 asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
                                                                 const bson_t* cmd) {
     std::vector<bson::Doc> out;
-    std::string db = readString(cmd, "$db");
     auto r = co_await run(cmd);
     while (true) {
         if (!r.isOK()) co_return r.getStatus();
         bson_t cursor;
         if (!bson::subDocument(r.getValue().get(), "cursor", &cursor))
             co_return Status(ErrorCode::ProtocolError, "tier reply without a cursor");
-        bson_iter_t it;
+        // One pass over {firstBatch | nextBatch, id, ns}.
+        bson_iter_t it, batch;
         int64_t id = 0;
-        std::string ns = readString(&cursor, "ns");
-        readInt(&cursor, "id", &id);
-        for (const char* batch : {"firstBatch", "nextBatch"}) {
-            bson_t arr;
-            if (!bson::subDocument(&cursor, batch, &arr)) continue;
-            bson_iter_init(&it, &arr);
-            while (bson_iter_next(&it)) {
-                if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
-                uint32_t len;
-                const uint8_t* data;
-                bson_iter_document(&it, &len, &data);
-                out.push_back(bson::Doc::copyOf(data, len));
+        std::string ns;
+        bson_iter_init(&it, &cursor);
+        while (bson_iter_next(&it)) {
+            std::string_view k = bson_iter_key(&it);
+            if (k == "id" && BSON_ITER_HOLDS_NUMBER(&it)) {
+                id = bson_iter_as_int64(&it);
+            } else if (k == "ns" && BSON_ITER_HOLDS_UTF8(&it)) {
+                ns = bson_iter_utf8(&it, nullptr);
+            } else if ((k == "firstBatch" || k == "nextBatch") && BSON_ITER_HOLDS_ARRAY(&it) &&
+                       bson_iter_recurse(&it, &batch)) {
+                while (bson_iter_next(&batch)) {
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&batch)) continue;
+                    uint32_t len;
+                    const uint8_t* data;
+                    bson_iter_document(&batch, &len, &data);
+                    out.push_back(bson::Doc::copyOf(data, len));
+                }
             }
         }
         if (id == 0) break;
@@ -832,6 +837,7 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner ru
         auto dot = ns.find('.');
         BSON_APPEND_UTF8(more.mut(), "collection",
                          dot == std::string::npos ? ns.c_str() : ns.c_str() + dot + 1);
+        const std::string db = readString(cmd, "$db");
         BSON_APPEND_UTF8(more.mut(), "$db", db.c_str());
         r = co_await run(more.get());
     }
