@@ -708,6 +708,7 @@ ClientConnection::commands() {
         {"endSessions", {[](C c, R r) { return c.bothTiers(r.msg, r.cmd); }}},
         {"killSessions", {[](C c, R r) { return c.killSessions(r); }}},
         {"killAllSessions", {[](C c, R r) { return c.killSessions(r); }}},
+        {"killAllSessionsByPattern", {[](C c, R r) { return c.killSessions(r); }}},
         // Transactions end on the tier that runs them (proxy_transactions.cpp).
         {"commitTransaction", {[](C c, R r) { return c.endTransaction(r.msg, r.cmd); }}},
         {"abortTransaction", {[](C c, R r) { return c.endTransaction(r.msg, r.cmd); }}},

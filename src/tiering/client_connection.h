@@ -312,8 +312,9 @@ class ClientConnection : public net::FrameHandler {
     /// currentOp/$currentOp (the proxy's own operations), killOp, connPoolStats.
     asio::awaitable<bson::Doc> currentOp(const bson_t* cmd, const std::string& name);
     bson::Doc killOp(const bson_t* cmd);
-    /// killSessions and killAllSessions: the client sessions they name, never
-    /// the proxy's own (its workers' and promotions' sessions on the tiers).
+    /// killSessions, killAllSessions and killAllSessionsByPattern: the client
+    /// sessions they name, never the proxy's own (its workers' and promotions'
+    /// sessions on the tiers).
     asio::awaitable<bson::Doc> killSessions(const Request& r);
     bson::Doc connPoolStats();
 

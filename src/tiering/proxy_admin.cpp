@@ -150,16 +150,16 @@ asio::awaitable<bson::Doc> ClientConnection::killSessions(const Request& r) {
     auto parsed = store::parseKillSessions(r.cmd);
     if (!parsed.isOK()) co_return errorDoc(parsed.getStatus());
     const store::KillSessionsArgs& args = parsed.getValue();
-    const bool all = r.name == "killAllSessions";
     std::set<std::string> ids = args.ids;
-    // The users whose sessions go ("user@db"); none: every client session.
+    // The users whose sessions go ("user@db"); without authentication the
+    // caller's sessions are every client session.
     std::set<std::string> owners = args.users;
-    if (!all && args.empty && auth_.enabled()) owners.insert(auth_.principal());
-    const bool everySession = args.empty && owners.empty();
-    if (!owners.empty() && auth_.enabled()) {
+    if (args.mine && auth_.enabled()) owners.insert(auth_.principal());
+    const bool everySession = args.every || (args.mine && !auth_.enabled());
+    if (!owners.empty() && auth_.enabled())
         for (auto& id : p_.sessionsOwnedBy([&](const std::string& p) { return owners.count(p); }))
             ids.insert(std::move(id));
-    } else if (everySession) {
+    if (everySession) {
         bson::Doc list;
         BSON_APPEND_INT32(list.mut(), "aggregate", 1);
         bson_t pipeline, stage, spec, cursor;

@@ -546,7 +546,7 @@ CommandAccess commandAccess(std::string_view name, std::string_view db, const bs
         r.need(RP::cluster(), {A::fsync});
     } else if (name == "replSetInitiate") {
         r.need(RP::cluster(), {A::replSetConfigure});
-    } else if (name == "killAllSessions") {
+    } else if (name == "killAllSessions" || name == "killAllSessionsByPattern") {
         r.need(RP::cluster(), {A::killAnySession});
     } else if (name == "shutdown") {
         r.need(RP::cluster(), {A::shutdown});

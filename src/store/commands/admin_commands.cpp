@@ -466,35 +466,32 @@ void killMatchingSessions(OperationContext& op,
     op.store.sessions().abortTransactions(match);
 }
 
-/// {killSessions: [{id: UUID}, ...]}: those sessions; [] kills every session of
-/// the caller (every session without authentication).
+/// killSessions ([] : the caller's sessions, every session without
+/// authentication), killAllSessions ([]: every session) and
+/// killAllSessionsByPattern: what they name, by lsid or by user.
 void runKillSessions(OperationContext& op, bson_t*) {
-    std::set<std::string> ids = uassertStatusOK(parseKillSessions(op.cmd)).ids;
-    if (ids.empty()) {
-        std::string self = op.client.user ? op.client.user->user + "@" + op.client.user->db : "";
-        auto mine = op.store.sessions().sessionsOwnedBy(
-            [&](const std::string& owner) { return !op.client.user || owner == self; });
-        ids.insert(mine.begin(), mine.end());
-    }
-    killMatchingSessions(op, [&](const std::string& id) { return ids.count(id) > 0; });
-}
-
-/// {killAllSessions: [{user, db}, ...]}: every session of those users; [] every session.
-void runKillAllSessions(OperationContext& op, bson_t*) {
-    const std::set<std::string> owners = uassertStatusOK(parseKillSessions(op.cmd)).users;
-    if (owners.empty()) {
+    const KillSessionsArgs args = uassertStatusOK(parseKillSessions(op.cmd));
+    if (args.every) {
         killMatchingSessions(op, [](const std::string&) { return true; });
         return;
     }
-    auto keys = op.store.sessions().sessionsOwnedBy(
-        [&](const std::string& owner) { return owners.count(owner) > 0; });
-    std::set<std::string> ids(keys.begin(), keys.end());
+    std::set<std::string> ids = args.ids;
+    std::set<std::string> owners = args.users;
+    const std::string self = op.client.user ? op.client.user->user + "@" + op.client.user->db : "";
+    const bool anyOwner = args.mine && !op.client.user;
+    if (args.mine && op.client.user) owners.insert(self);
+    if (anyOwner || !owners.empty()) {
+        auto keys = op.store.sessions().sessionsOwnedBy(
+            [&](const std::string& owner) { return anyOwner || owners.count(owner) > 0; });
+        ids.insert(keys.begin(), keys.end());
+    }
     killMatchingSessions(op, [&](const std::string& id) { return ids.count(id) > 0; });
 }
 
 }  // namespace
 
-HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessions"}, runKillAllSessions});
+HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessions"}, runKillSessions});
+HALO_REGISTER_COMMAND(CommandSpec{{"killAllSessionsByPattern"}, runKillSessions});
 HALO_REGISTER_COMMAND(CommandSpec{{"killSessions"}, runKillSessions});
 HALO_REGISTER_COMMAND(CommandSpec{{"startSession"}, [](OperationContext&, bson_t* r) {
                                       bson_t id;

@@ -259,7 +259,7 @@ test('a write waiting on an open transaction frees its thread: the transaction c
   }
 });
 
-test('killSessions and killAllSessions end what the sessions have in flight: transactions, cursors, waiting operations', { timeout: 60_000 }, async () => {
+test('killSessions, killAllSessions and killAllSessionsByPattern end what the sessions have in flight: transactions, cursors, waiting operations', { timeout: 60_000 }, async () => {
   const name = collName();
   const conns = await Promise.all([0, 1, 2].map(() => RawConnection.connect(server.port)));
   const [a, b, admin] = conns;
@@ -302,6 +302,19 @@ test('killSessions and killAllSessions end what the sessions have in flight: tra
     assert.equal((await admin.command({ killSessions: 'all', $db: 'admin' })).code, 14);
     assert.equal((await admin.command({ killAllSessions: [1], $db: 'admin' })).code, 14);
     assert.equal((await admin.command({ killSessions: [{}], $db: 'admin' })).code, 40414);
+    // killAllSessionsByPattern: by lsid it ends that session's transaction only.
+    const lsidD = { id: new UUID() };
+    const lsidE = { id: new UUID() };
+    const txnD = { lsid: lsidD, txnNumber: Long.fromNumber(1), autocommit: false };
+    const txnE = { lsid: lsidE, txnNumber: Long.fromNumber(1), autocommit: false };
+    assert.equal((await run(a, { insert: name, documents: [{ _id: 'd' }], ...txnD, startTransaction: true })).ok, 1);
+    assert.equal((await run(b, { insert: name, documents: [{ _id: 'e' }], ...txnE, startTransaction: true })).ok, 1);
+    assert.equal((await admin.command({ killAllSessionsByPattern: [{ lsid: lsidD }], $db: 'admin' })).ok, 1);
+    assert.equal((await a.command({ commitTransaction: 1, ...txnD, $db: 'admin' })).code, 251);
+    assert.equal((await b.command({ commitTransaction: 1, ...txnE, $db: 'admin' })).ok, 1);
+    assert.equal((await admin.command({ killAllSessionsByPattern: [{ uid: new UUID() }], $db: 'admin' })).code, 115);
+    assert.equal((await admin.command({ killAllSessionsByPattern: [{ bogus: 1 }], $db: 'admin' })).code, 40415);
+    assert.equal((await admin.command({ killAllSessionsByPattern: [{}], $db: 'admin' })).ok, 1);
   } finally {
     for (const c of conns) c.destroy();
   }

@@ -297,7 +297,7 @@ test('findOneAndDelete with a projection returns the removed document projected,
   assert.equal(await orders.countDocuments({ _id: 'p-bad' }), 1);
 });
 
-test('killSessions and killAllSessions through the proxy end the client\'s sessions, never the proxy\'s own sessions on the tiers', async () => {
+test('killSessions, killAllSessions and killAllSessionsByPattern through the proxy end the client\'s sessions, never the proxy\'s own sessions on the tiers', async () => {
   const client = await t.client();
   const shop = client.db('shop');
   const orders = shop.collection('orders');
@@ -326,6 +326,8 @@ test('killSessions and killAllSessions through the proxy end the client\'s sessi
   await shop.collection('plain').updateOne({ _id: 'ks' }, { $set: { v: 1 } }, { session: b });
   assert.equal((await client.db('admin').command({ killAllSessions: [] })).ok, 1);
   assert.equal((await client.db('admin').command({ killSessions: [] })).ok, 1);
+  assert.equal((await client.db('admin').command({ killAllSessionsByPattern: [{}] })).ok, 1);
+  assert.equal((await client.db('admin').command({ killAllSessionsByPattern: [] })).ok, 1);
   const err = await b.commitTransaction().then(() => null, (e) => e);
   assert.ok(err, 'the killed transaction committed');
   assert.equal(err.code, 251, show(err));
