@@ -450,6 +450,7 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     slot_.begin(cmd, db, auth_.principal());
     // The transaction the command is a statement of (one scan of the command).
     const std::optional<TxnKey> txn = txnKeyOf(fields);
+    fields_ = &fields;
     try {
         Status own = sessionAllowed(cmd);
         std::string_view name;
@@ -492,6 +493,7 @@ asio::awaitable<bson::Doc> ClientConnection::runCommand(const wire::OpMsg& msg, 
     } catch (const std::exception& e) {
         reply = errorDoc(Status(ErrorCode::InternalError, e.what()));
     }
+    fields_ = nullptr;
     slot_.end();
     // Every reply carries the clock (docs/CONSISTENCY.md, Clocks and sessions),
     // errors included, as mongod's do.

@@ -344,6 +344,9 @@ class ClientConnection : public net::FrameHandler {
     bson::Doc clientMetadata_;      // the handshake's `client` document
     bool closeAfterReply_ = false;  // failCommand's closeConnection: no reply, the connection goes
     OperationSlot slot_;
+    // The running command's top-level fields (runCommand's index), for lookups
+    // on the hot path; null between commands.
+    const bson::Fields* fields_ = nullptr;
     ClientAuth auth_;
     std::optional<wire::Compressor> compressor_;
     int32_t nextResponseId_ = 1;

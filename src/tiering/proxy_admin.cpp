@@ -132,10 +132,8 @@ bson::Doc ClientConnection::killOp(const bson_t* cmd) {
 namespace {
 
 bool internalSession(const std::string& id) {
-    for (const auto& prefix : {kInternalSessionPrefix, kAppSessionPrefix})
-        if (id.size() >= sizeof prefix && std::memcmp(id.data(), prefix, sizeof prefix) == 0)
-            return true;
-    return false;
+    return sessionIdHasPrefix(id, kInternalSessionPrefix) ||
+           sessionIdHasPrefix(id, kAppSessionPrefix);
 }
 
 }  // namespace
@@ -196,10 +194,10 @@ asio::awaitable<bson::Doc> ClientConnection::killSessions(const Request& r) {
     for (auto from = ids.begin(); from != ids.end();) {
         bson::Doc kill;
         bson_t list, entry;
+        ArrayKey key;
         BSON_APPEND_ARRAY_BEGIN(kill.mut(), "killSessions", &list);
         for (size_t n = 0; from != ids.end() && n < kPerCommand; ++from, ++n) {
-            const std::string key = std::to_string(n);
-            bson_append_document_begin(&list, key.c_str(), -1, &entry);
+            bson_append_document_begin(&list, key(n), -1, &entry);
             bson_append_binary(&entry, "id", 2, BSON_SUBTYPE_UUID,
                                reinterpret_cast<const uint8_t*>(from->data()),
                                static_cast<uint32_t>(from->size()));

@@ -217,8 +217,13 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                                                         const wire::OpMsg& msg, const bson_t* cmd) {
     if (name == "aggregate" && firstStageIs(cmd, "$collStats"))
         co_return co_await collStats(p, msg, cmd);
+    // (The command's field index when this is the running command: no scan of
+    // the whole command for a readConcern most reads do not carry.)
     bson_t rc;
-    if (bson::subDocument(cmd, "readConcern", &rc) && str(&rc, "level") == "snapshot")
+    const bool hasReadConcern = fields_ && fields_->doc() == cmd
+                                    ? fields_->subDocument("readConcern", &rc)
+                                    : bson::subDocument(cmd, "readConcern", &rc);
+    if (hasReadConcern && str(&rc, "level") == "snapshot")
         co_return co_await snapshotRead(p, name, msg, cmd);
     Decision d = p_.router().routeRead(p, name, cmd);
     auto* prog = p_.state().progress(p.ns);

@@ -857,6 +857,10 @@ bson::Doc Tier::newSessionId(SessionKind kind) {
     return d;
 }
 
+bool sessionIdHasPrefix(std::string_view id, const uint8_t (&prefix)[8]) {
+    return id.size() >= sizeof prefix && std::memcmp(id.data(), prefix, sizeof prefix) == 0;
+}
+
 bool sessionHasPrefix(const bson_t* doc, const uint8_t (&prefix)[8]) {
     bson_iter_t it, id;
     if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, "lsid.id", &id) ||
@@ -866,7 +870,7 @@ bool sessionHasPrefix(const bson_t* doc, const uint8_t (&prefix)[8]) {
     uint32_t len;
     const uint8_t* data;
     bson_iter_binary(&id, &st, &len, &data);
-    return len >= sizeof prefix && std::memcmp(data, prefix, sizeof prefix) == 0;
+    return sessionIdHasPrefix(std::string_view(reinterpret_cast<const char*>(data), len), prefix);
 }
 
 void appendUserEventsOnly(bson_t* pipeline, const char* key) {

@@ -190,6 +190,8 @@ inline constexpr uint8_t kInternalSessionPrefix[8] = {0x68, 0x61, 0x6c, 0x6f,
 inline constexpr uint8_t kAppSessionPrefix[8] = {0x68, 0x61, 0x6c, 0x6f, 0x63, 0x6c, 0x41, 0x70};
 /// Whether a document's `lsid.id` is a UUID starting with `prefix`.
 bool sessionHasPrefix(const bson_t* doc, const uint8_t (&prefix)[8]);
+/// Whether lsid id bytes start with `prefix`.
+bool sessionIdHasPrefix(std::string_view id, const uint8_t (&prefix)[8]);
 /// A $match stage (appended to `pipeline` under `key`) that passes every
 /// change event except those of transactions on internal sessions.
 void appendUserEventsOnly(bson_t* pipeline, const char* key);
