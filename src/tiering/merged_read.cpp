@@ -468,13 +468,17 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, cons
     for (int attempt = 0; attempt < kEpochAttempts; ++attempt) {
         // The epoch first: a document that leaves the fast tier after it was
         // read there and before its archive copy is judged moves it.
-        auto e1 = co_await readEpoch(t, ns);
-        if (!e1.isOK()) co_return e1.getStatus();
+        // (One round trip: the fast tier reads the epoch, then the matches.)
+        const auto readAt = std::chrono::steady_clock::now();
+        bson::Doc ec = epochCommand(t.meta, ns);
         bson::Doc fc = findCommand(q, want, true);
-        auto fast = co_await t.fast.collect(fc.get());
-        if (!fast.isOK()) co_return fast.getStatus();
+        std::vector<const bson_t*> first{ec.get(), fc.get()};
+        auto got = co_await collectAll(t.fast, first);
+        if (!got.isOK()) co_return got.getStatus();
+        const Epoch e1 = epochFrom(got.getValue()[0], ns, readAt);
+        std::vector<bson::Doc>& fast = got.getValue()[1];
         std::unordered_set<std::string> inFast;
-        for (auto& d : fast.getValue()) {
+        for (auto& d : fast) {
             Id id;
             if (idOf(d.get(), &id)) inFast.insert(idKey(id));
         }
@@ -483,6 +487,7 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, cons
         std::vector<bson::Doc> movedUp;      // fast versions of archive matches
         bool complete = false;
         int64_t reach = want;
+        std::optional<Epoch> e2;  // read after the last round's checks, when it made any
         for (int round = 0; round < kArchiveRounds && !complete; ++round) {
             fromArchive.clear();
             movedUp.clear();
@@ -501,34 +506,32 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, cons
                 candidates.push_back(&d);
             }
             std::unordered_set<std::string> held;
+            e2.reset();
             if (!others.empty()) {
+                // One round trip: which the fast tier holds, then which are
+                // tombstoned (only the ones it does not hold count).
                 bson::Doc hc;
                 BSON_APPEND_UTF8(hc.mut(), "find", q.coll.c_str());
                 appendIdIn(hc.mut(), "filter", others);
                 BSON_APPEND_INT64(hc.mut(), "batchSize", static_cast<int64_t>(others.size()));
                 BSON_APPEND_UTF8(hc.mut(), "$db", q.db.c_str());
-                auto h = co_await t.fast.collect(hc.get());
+                bson::Doc kc = keyStatesCommand(t.meta, ns, others);
+                bson::Doc ec2 = epochCommand(t.meta, ns);
+                std::vector<const bson_t*> checks{hc.get(), kc.get(), ec2.get()};
+                auto h = co_await collectAll(t.fast, checks);
                 if (!h.isOK()) co_return h.getStatus();
-                for (auto& d : h.getValue()) {
+                // After the checks, as the end of the read needs (the loop may end here).
+                e2 = epochFrom(h.getValue()[2], ns, readAt);
+                for (auto& d : h.getValue()[0]) {
                     Id id;
                     if (!idOf(d.get(), &id)) continue;
                     held.insert(idKey(id));
                     if (q.matcher->matches(d.get())) movedUp.push_back(std::move(d));
                 }
-                std::vector<Id> unheld;
-                std::vector<const bson::Doc*> unheldDocs;
+                const KeyStates keys = keyStatesFrom(h.getValue()[1], others);
                 for (size_t i = 0; i < others.size(); ++i)
-                    if (!held.count(idKey(others[i]))) {
-                        unheld.push_back(others[i].copy());
-                        unheldDocs.push_back(candidates[i]);
-                    }
-                if (!unheld.empty()) {
-                    auto dead = co_await tombstonedIn(t, ns, unheld);
-                    if (!dead.isOK()) co_return dead.getStatus();
-                    for (size_t i = 0; i < unheld.size(); ++i)
-                        if (!dead.getValue()[i])
-                            fromArchive.push_back(bson::Doc::copyOf(unheldDocs[i]->get()));
-                }
+                    if (!held.count(idKey(others[i])) && !keys.dead[i])
+                        fromArchive.push_back(bson::Doc::copyOf(candidates[i]->get()));
             }
             const auto got = static_cast<int64_t>(archive.getValue().size());
             // Enough archive versions stand, or the archive has no more matches.
@@ -536,14 +539,16 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> runMergedFind(Tiers& t, cons
             reach += std::max<int64_t>(want, got - static_cast<int64_t>(fromArchive.size()));
         }
         if (!complete) co_return fallback();
-        auto e2 = co_await readEpoch(t, ns);
-        if (!e2.isOK()) co_return e2.getStatus();
-        if (e2.getValue().departures != e1.getValue().departures)
-            continue;  // a document left the fast tier: again
+        if (!e2) {
+            auto now = co_await readEpoch(t, ns);
+            if (!now.isOK()) co_return now.getStatus();
+            e2 = now.getValue();
+        }
+        if (e2->departures != e1.departures) continue;  // a document left the fast tier: again
 
         std::vector<bson::Doc> merged;
-        merged.reserve(fast.getValue().size() + movedUp.size() + fromArchive.size());
-        for (auto* part : {&fast.getValue(), &movedUp, &fromArchive})
+        merged.reserve(fast.size() + movedUp.size() + fromArchive.size());
+        for (auto* part : {&fast, &movedUp, &fromArchive})
             for (auto& d : *part) merged.push_back(std::move(d));
         if (q.sort) {
             std::vector<std::pair<query::SortKey, size_t>> keys;

@@ -184,16 +184,26 @@ asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns) {
     co_return co_await readEpochWith(fastRunner(t), t.meta, ns);
 }
 
+bson::Doc epochCommand(const Metadata& meta, const std::string& ns) {
+    return stateFind(meta, {epochId(ns), coldCountId(ns)});
+}
+
+Epoch epochFrom(const std::vector<bson::Doc>& docs, const std::string& ns,
+                std::chrono::steady_clock::time_point readAt) {
+    Epoch e;
+    e.readAt = readAt;
+    e.departures = counterFrom(docs, epochId(ns));
+    e.cold = counterFrom(docs, coldCountId(ns));
+    return e;
+}
+
 asio::awaitable<StatusWith<Epoch>> readEpochWith(CommandRunner run, const Metadata& meta,
                                                  const std::string& ns) {
-    Epoch e;
-    e.readAt = std::chrono::steady_clock::now();
-    bson::Doc c = stateFind(meta, {epochId(ns), coldCountId(ns)});
+    const auto readAt = std::chrono::steady_clock::now();
+    bson::Doc c = epochCommand(meta, ns);
     auto r = co_await collectWith(std::move(run), c.get());
     if (!r.isOK()) co_return r.getStatus();
-    e.departures = counterFrom(r.getValue(), epochId(ns));
-    e.cold = counterFrom(r.getValue(), coldCountId(ns));
-    co_return e;
+    co_return epochFrom(r.getValue(), ns, readAt);
 }
 
 asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string& ns) {
@@ -226,23 +236,36 @@ asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::st
     co_return co_await presentInWith(fastRunner(t), ns, ids);
 }
 
-asio::awaitable<StatusWith<std::vector<bool>>> presentInWith(CommandRunner run,
-                                                             const std::string& ns,
-                                                             const std::vector<Id>& ids) {
+namespace {
+
+bson::Doc presentInCommand(const std::string& ns, const std::vector<Id>& ids) {
     auto [db, coll] = splitNs(ns);
     bson::Doc f;
     appendIdIn(f.mut(), "filter", ids);
-    bson::Doc c = findIdsCommand(db, coll, f.get());
-    auto docs = co_await collectWith(std::move(run), c.get());
-    if (!docs.isOK()) co_return docs.getStatus();
+    return findIdsCommand(db, coll, f.get());
+}
+
+/// Which of `ids` the documents `docs` (of a presentInCommand) name.
+std::vector<bool> presentFrom(const std::vector<bson::Doc>& docs, const std::vector<Id>& ids) {
     std::unordered_set<std::string> found;
-    for (auto& d : docs.getValue()) {
+    for (auto& d : docs) {
         Id id;
         if (idOf(d.get(), &id)) found.insert(idKey(id));
     }
     std::vector<bool> out(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) out[i] = found.count(idKey(ids[i])) > 0;
-    co_return out;
+    return out;
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<std::vector<bool>>> presentInWith(CommandRunner run,
+                                                             const std::string& ns,
+                                                             const std::vector<Id>& ids) {
+    bson::Doc c = presentInCommand(ns, ids);
+    auto docs = co_await collectWith(std::move(run), c.get());
+    if (!docs.isOK()) co_return docs.getStatus();
+    co_return presentFrom(docs.getValue(), ids);
 }
 
 asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
@@ -250,22 +273,46 @@ asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns
     co_return co_await keyStatesWith(fastRunner(t), t.meta, ns, ids);
 }
 
-asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Metadata& meta,
-                                                     const std::string& ns,
-                                                     const std::vector<Id>& ids) {
+bson::Doc retryCommand(const Metadata& meta, const bson_t* retryKey) {
+    bson::Doc c;
+    BSON_APPEND_UTF8(c.mut(), "find", Metadata::kRetries);
+    bson_t f;
+    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
+    BSON_APPEND_DOCUMENT(&f, "_id", retryKey);
+    bson_append_document_end(c.mut(), &f);
+    BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
+    return c;
+}
+
+std::optional<DeleteResult> retryFrom(const std::vector<bson::Doc>& docs) {
+    std::optional<DeleteResult> out;
+    if (docs.empty()) return out;
+    DeleteResult d;
+    bson_iter_t it;
+    d.inArchive = bson_iter_init_find(&it, docs[0].get(), "inArchive");
+    if (bson_iter_init_find(&it, docs[0].get(), "n")) d.n = bson_iter_as_int64(&it);
+    bson_t v;
+    if (bson::subDocument(docs[0].get(), "value", &v)) d.deleted = bson::Doc::copyOf(&v);
+    out = std::move(d);
+    return out;
+}
+
+bson::Doc keyStatesCommand(const Metadata& meta, const std::string& ns,
+                           const std::vector<Id>& ids) {
     bson::Doc tc;
     BSON_APPEND_UTF8(tc.mut(), "find", Metadata::kTombstones);
     appendTombstoneIn(tc.mut(), "filter", meta, ns, ids);
     BSON_APPEND_INT32(tc.mut(), "batchSize", 100000);
     BSON_APPEND_UTF8(tc.mut(), "$db", meta.db.c_str());
-    auto tombs = co_await collectWith(std::move(run), tc.get());
-    if (!tombs.isOK()) co_return tombs.getStatus();
+    return tc;
+}
+
+KeyStates keyStatesFrom(std::vector<bson::Doc>& tombs, const std::vector<Id>& ids) {
     std::unordered_map<std::string, size_t> held;  // idKey -> index into tombs
-    for (size_t i = 0; i < tombs.getValue().size(); ++i) {
+    for (size_t i = 0; i < tombs.size(); ++i) {
         bson_iter_t it, sub;
-        if (bson_iter_init_find(&it, tombs.getValue()[i].get(), "_id") &&
-            BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) &&
-            bson_iter_find(&sub, "id"))
+        if (bson_iter_init_find(&it, tombs[i].get(), "_id") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+            bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "id"))
             held.emplace(idKey(makeId(*bson_iter_value(&sub))), i);
     }
     KeyStates out;
@@ -275,7 +322,7 @@ asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Me
     for (size_t i = 0; i < ids.size(); ++i) {
         auto h = held.find(idKey(ids[i]));
         if (h == held.end()) continue;
-        bson::Doc& d = tombs.getValue()[h->second];
+        bson::Doc& d = tombs[h->second];
         bson_iter_t it;
         if (bson_iter_init_find(&it, d.get(), kColdGuardField)) {
             out.guarded[i] = true;
@@ -286,7 +333,16 @@ asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Me
             out.dead[i] = true;
         }
     }
-    co_return out;
+    return out;
+}
+
+asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Metadata& meta,
+                                                     const std::string& ns,
+                                                     const std::vector<Id>& ids) {
+    bson::Doc tc = keyStatesCommand(meta, ns, ids);
+    auto tombs = co_await collectWith(std::move(run), tc.get());
+    if (!tombs.isOK()) co_return tombs.getStatus();
+    co_return keyStatesFrom(tombs.getValue(), ids);
 }
 
 asio::awaitable<StatusWith<std::vector<bool>>> tombstonedIn(Tiers& t, const std::string& ns,
@@ -300,14 +356,18 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
                                                        const std::vector<Id>& ids) {
     FastPresence out;
     if (ids.empty()) co_return out;
-    auto present = co_await presentIn(t, ns, ids);
-    if (!present.isOK()) co_return present.getStatus();
-    auto k = co_await keyStates(t, ns, ids);
-    if (!k.isOK()) co_return k.getStatus();
-    out.present = std::move(present.getValue());
-    out.tombstoned = std::move(k.getValue().dead);
-    out.guarded = std::move(k.getValue().guarded);
-    out.marks = std::move(k.getValue().marks);
+    // One round trip: the fast tier reads the collection, then the tombstone
+    // keys, in that order, as if the second had waited for the first.
+    bson::Doc pc = presentInCommand(ns, ids);
+    bson::Doc kc = keyStatesCommand(t.meta, ns, ids);
+    std::vector<const bson_t*> cmds{pc.get(), kc.get()};
+    auto r = co_await collectAll(t.fast, cmds);
+    if (!r.isOK()) co_return r.getStatus();
+    KeyStates k = keyStatesFrom(r.getValue()[1], ids);
+    out.present = presentFrom(r.getValue()[0], ids);
+    out.tombstoned = std::move(k.dead);
+    out.guarded = std::move(k.guarded);
+    out.marks = std::move(k.marks);
     co_return out;
 }
 
@@ -337,89 +397,71 @@ bson::Doc tombstoneKeysDelete(const Metadata& meta, const std::string& ns,
     return del;
 }
 
-/// One promotion transaction over `docs` (CONSISTENCY.md, Promotion).
+/// One promotion transaction over `docs` (CONSISTENCY.md, Promotion). Its
+/// statements go in one round trip (Transaction::runAll): the fast tier runs
+/// them in order as if each had waited for the one before, and we look at the
+/// epoch it read before deciding to commit. When the epoch moved we abort, so
+/// what the later statements wrote was never visible.
 asio::awaitable<Status> promoteTxn(Tiers& t, const std::string& ns, const Epoch& epoch,
                                    const std::vector<const bson::Doc*>& docs, bool bypass,
                                    bool clearMarks) {
     auto [db, coll] = splitNs(ns);
-    auto lease = t.fastSessions.take();
-    Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
-    Status st = Status::OK();
     std::vector<Id> ids;
     for (auto* d : docs) {
         Id id;
         if (idOf(d->get(), &id)) ids.push_back(std::move(id));
     }
-    do {
-        bson::Doc ef = stateFind(t.meta, {epochId(ns)});
-        auto er = co_await collectWith([&txn](const bson_t* c) { return txn.run(c); }, ef.get());
-        if (!er.isOK()) {
-            st = er.getStatus();
+    std::vector<bson::Doc> stmts;
+    stmts.push_back(stateFind(t.meta, {epochId(ns)}));
+    // Marks of cold writes counted before the epoch was read: those writes
+    // were in the archive before we read it (CONSISTENCY.md, Cold writes). A
+    // newer mark stays, and our guard meets it.
+    if (clearMarks) stmts.push_back(tombstoneKeysDelete(t.meta, ns, ids, &epoch.cold));
+    // Guards: write every tombstone key, so a concurrent delete conflicts with us.
+    bson::Doc guards;
+    bson_t arr;
+    BSON_APPEND_UTF8(guards.mut(), "insert", Metadata::kTombstones);
+    BSON_APPEND_ARRAY_BEGIN(guards.mut(), "documents", &arr);
+    ArrayKey key;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        bson_t g;
+        bson_append_document_begin(&arr, key(i), -1, &g);
+        t.meta.appendTombstoneKey(&g, "_id", ns, ids[i]);
+        BSON_APPEND_BOOL(&g, "promote", true);
+        bson_append_document_end(&arr, &g);
+    }
+    bson_append_array_end(guards.mut(), &arr);
+    BSON_APPEND_UTF8(guards.mut(), "$db", t.meta.db.c_str());
+    stmts.push_back(std::move(guards));
+    bson::Doc ins;
+    BSON_APPEND_UTF8(ins.mut(), "insert", coll.c_str());
+    BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
+    for (size_t i = 0; i < docs.size(); ++i) bson_append_document(&arr, key(i), -1, docs[i]->get());
+    bson_append_array_end(ins.mut(), &arr);
+    if (bypass) BSON_APPEND_BOOL(ins.mut(), "bypassDocumentValidation", true);
+    BSON_APPEND_UTF8(ins.mut(), "$db", db.c_str());
+    stmts.push_back(std::move(ins));
+    stmts.push_back(tombstoneKeysDelete(t.meta, ns, ids, nullptr));
+    std::vector<const bson_t*> sent;
+    for (auto& d : stmts) sent.push_back(d.get());
+
+    auto lease = t.fastSessions.take();
+    Transaction txn(t.fast, lease.lsid.get(), lease.txnNumber);
+    Status st = Status::OK();
+    auto replies = co_await txn.runAll(sent);
+    for (auto& r : replies)
+        if (!r.isOK()) {
+            // The first failure; the statements after it found the transaction aborted.
+            st = r.getStatus();
             break;
         }
-        if (counterFrom(er.getValue(), epochId(ns)) != epoch.departures) {
-            st = Status(ErrorCode::WriteConflict, "departure epoch moved during promotion");
-            break;
-        }
-        bson_t arr;
-        if (clearMarks) {
-            // Marks of cold writes counted before the epoch was read: those
-            // writes were in the archive before we read it (CONSISTENCY.md,
-            // Cold writes). A newer mark stays, and our guard meets it.
-            bson::Doc del = tombstoneKeysDelete(t.meta, ns, ids, &epoch.cold);
-            auto dr = co_await txn.run(del.get());
-            if (!dr.isOK()) {
-                st = dr.getStatus();
-                break;
-            }
-        }
-        // Guards: write every tombstone key, so a concurrent delete conflicts with us.
-        bson::Doc guards;
-        BSON_APPEND_UTF8(guards.mut(), "insert", Metadata::kTombstones);
-        BSON_APPEND_ARRAY_BEGIN(guards.mut(), "documents", &arr);
-        ArrayKey key;
-        for (size_t i = 0; i < ids.size(); ++i) {
-            bson_t g;
-            bson_append_document_begin(&arr, key(i), -1, &g);
-            t.meta.appendTombstoneKey(&g, "_id", ns, ids[i]);
-            BSON_APPEND_BOOL(&g, "promote", true);
-            bson_append_document_end(&arr, &g);
-        }
-        bson_append_array_end(guards.mut(), &arr);
-        BSON_APPEND_UTF8(guards.mut(), "$db", t.meta.db.c_str());
-        auto gr = co_await txn.run(guards.get());
-        if (!gr.isOK()) {
-            st = gr.getStatus();
-            break;
-        }
-        bson::Doc ins;
-        BSON_APPEND_UTF8(ins.mut(), "insert", coll.c_str());
-        BSON_APPEND_ARRAY_BEGIN(ins.mut(), "documents", &arr);
-        for (size_t i = 0; i < docs.size(); ++i) {
-            bson_append_document(&arr, key(i), -1, docs[i]->get());
-        }
-        bson_append_array_end(ins.mut(), &arr);
-        if (bypass) BSON_APPEND_BOOL(ins.mut(), "bypassDocumentValidation", true);
-        BSON_APPEND_UTF8(ins.mut(), "$db", db.c_str());
-        auto ir = co_await txn.run(ins.get());
-        if (!ir.isOK()) {
-            st = ir.getStatus();
-            break;
-        }
-        bson::Doc del = tombstoneKeysDelete(t.meta, ns, ids, nullptr);
-        auto dr = co_await txn.run(del.get());
-        if (!dr.isOK()) {
-            st = dr.getStatus();
-            break;
-        }
-        if (std::chrono::steady_clock::now() - epoch.readAt > kPromotionDeadline) {
-            // Marks this old may be swept: ours might be gone (Cold writes).
-            st = Status(ErrorCode::WriteConflict, "promotion took too long; read again");
-            break;
-        }
-        auto cr = co_await txn.commit();
-        st = cr.getStatus();
-    } while (false);
+    if (st.isOK() &&
+        counterFrom(batchOf(replies[0].getValue().get()), epochId(ns)) != epoch.departures)
+        st = Status(ErrorCode::WriteConflict, "departure epoch moved during promotion");
+    if (st.isOK() && std::chrono::steady_clock::now() - epoch.readAt > kPromotionDeadline)
+        // Marks this old may be swept: ours might be gone (Cold writes).
+        st = Status(ErrorCode::WriteConflict, "promotion took too long; read again");
+    if (st.isOK()) st = (co_await txn.commit()).getStatus();
     if (!st.isOK()) co_await txn.abort();
     t.fastSessions.give(std::move(lease));
     co_return st;
@@ -502,15 +544,23 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
     Status last = Status::OK();
     std::optional<std::chrono::steady_clock::time_point> guardSeen;
     for (int attempt = 0; attempt < kTransientAttempts; ++attempt) {
-        auto present = co_await presentIn(t, ns, ids);
-        if (!present.isOK()) co_return present.getStatus();
+        // One round trip: the fast tier reads the collection, the tombstone
+        // keys and the epoch, in that order (all before the archive read).
+        const auto readAt = std::chrono::steady_clock::now();
+        bson::Doc pc = presentInCommand(ns, ids);
+        bson::Doc kc = keyStatesCommand(t.meta, ns, ids);
+        bson::Doc ec = epochCommand(t.meta, ns);
+        std::vector<const bson_t*> cmds{pc.get(), kc.get(), ec.get()};
+        auto got = co_await collectAll(t.fast, cmds);
+        if (!got.isOK()) co_return got.getStatus();
+        const Epoch epoch = epochFrom(got.getValue()[2], ns, readAt);
+        const std::vector<bool> present = presentFrom(got.getValue()[0], ids);
         std::vector<Id> absent;
         for (size_t i = 0; i < ids.size(); ++i)
-            if (!present.getValue()[i]) absent.push_back(std::move(ids[i]));
+            if (!present[i]) absent.push_back(std::move(ids[i]));
         if (absent.empty()) co_return int64_t{0};
-        auto keys = co_await keyStates(t, ns, absent);
-        if (!keys.isOK()) co_return keys.getStatus();
-        if (!keys.getValue().guards.empty()) {
+        KeyStates keys = keyStatesFrom(got.getValue()[1], absent);
+        if (!keys.guards.empty()) {
             // A cold write runs in the archive (cold_write.h). Waiting for it
             // is no failed attempt: its writer finishes it, or, once it was
             // taken (or we first saw it) kColdGuardPatienceMillis ago, we do.
@@ -520,7 +570,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
             const auto patience = std::chrono::milliseconds(kColdGuardPatienceMillis);
             if (waited >= 3 * patience)
                 co_return coldWriteRunning();  // new guards, again and again
-            for (auto& g : keys.getValue().guards) {
+            for (auto& g : keys.guards) {
                 if (waited < patience && coldGuardAgeMillis(g.get()) < kColdGuardPatienceMillis)
                     continue;
                 Status fin = co_await finishColdGuard(t, ns, g.get());
@@ -534,13 +584,11 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         std::vector<Id> rest;
         bool marked = false;  // marks seen before the epoch read are counted in it
         for (size_t i = 0; i < absent.size(); ++i) {
-            if (keys.getValue().dead[i]) continue;
-            marked = marked || keys.getValue().marks[i] > 0;
+            if (keys.dead[i]) continue;
+            marked = marked || keys.marks[i] > 0;
             rest.push_back(std::move(absent[i]));
         }
         if (rest.empty()) co_return int64_t{0};
-        auto epoch = co_await readEpoch(t, ns);
-        if (!epoch.isOK()) co_return epoch.getStatus();
         bson::Doc c;
         BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
         appendIdIn(c.mut(), "filter", rest);
@@ -549,7 +597,7 @@ asio::awaitable<StatusWith<int64_t>> promoteChunk(Tiers& t, const std::string& n
         auto docs = co_await t.archive.collect(c.get());
         if (!docs.isOK()) co_return docs.getStatus();
         if (docs.getValue().empty()) co_return int64_t{0};
-        auto r = co_await promoteDocs(t, ns, epoch.getValue(), docs.getValue(), marked);
+        auto r = co_await promoteDocs(t, ns, epoch, docs.getValue(), marked);
         if (r.isOK()) co_return r;
         last = r.getStatus();
         if (!isTransient(last)) co_return last;
@@ -627,11 +675,11 @@ bool collated(const bson_t* matchOptions) {
 
 namespace {
 
-/// Ids of documents matching `filter` in `tier` (with the age field), under
-/// the client's `matchOptions` (matchOptionsOf).
-asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(
-    Tier& tier, const std::string& ns, const bson_t* filterDoc, const CollectionPolicy* p,
-    const bson_t* matchOptions = nullptr, int64_t limit = 0) {
+/// A find of the ids of documents matching `filter` (with the age field),
+/// under the client's `matchOptions` (matchOptionsOf).
+bson::Doc matchingIdsCommand(const std::string& ns, const bson_t* filterDoc,
+                             const CollectionPolicy* p, const bson_t* matchOptions = nullptr,
+                             int64_t limit = 0) {
     auto [db, coll] = splitNs(ns);
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "find", coll.c_str());
@@ -645,6 +693,14 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(
     bson_append_document_end(c.mut(), &proj);
     BSON_APPEND_INT32(c.mut(), "batchSize", 100000);
     BSON_APPEND_UTF8(c.mut(), "$db", db.c_str());
+    return c;
+}
+
+/// Those documents in `tier`.
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(
+    Tier& tier, const std::string& ns, const bson_t* filterDoc, const CollectionPolicy* p,
+    const bson_t* matchOptions = nullptr, int64_t limit = 0) {
+    bson::Doc c = matchingIdsCommand(ns, filterDoc, p, matchOptions, limit);
     co_return co_await tier.collect(c.get());
 }
 
@@ -720,16 +776,30 @@ asio::awaitable<void> unpin(Tiers& t, const Pinned& pins) {
 }
 
 asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
-                                                 const std::vector<Id>& ids, bool coldOk) {
+                                                 const std::vector<Id>& ids,
+                                                 const PrepareOptions& o) {
     if (ids.empty()) co_return Pinned{p.ns, {}};
     int64_t evictableBelow = wallMillis() - p.horizon.count() + guard.count();
     std::vector<Id> toPin, absent;
+    // One round trip: the presence query, then (as asked) the tombstone keys
+    // and the retry record, which the fast tier reads in that order.
     bson::Doc f;
     appendIdIn(f.mut(), "filter", ids);
-    auto present = co_await matchingIds(t.fast, p.ns, f.get(), &p);
-    if (!present.isOK()) co_return present.getStatus();
+    std::vector<bson::Doc> cmds;
+    cmds.push_back(matchingIdsCommand(p.ns, f.get(), &p));
+    if (o.keysUpFront) cmds.push_back(keyStatesCommand(t.meta, p.ns, ids));
+    if (o.retryKey) cmds.push_back(retryCommand(t.meta, o.retryKey));
+    std::vector<const bson_t*> sent;
+    for (auto& c : cmds) sent.push_back(c.get());
+    auto got = co_await collectAll(t.fast, sent);
+    if (!got.isOK()) co_return got.getStatus();
+    Pinned out{p.ns, {}};
+    if (o.retryKey) {
+        out.retryRead = true;
+        out.retry = retryFrom(got.getValue().back());
+    }
     std::unordered_set<std::string> found;
-    for (auto& d : present.getValue()) {
+    for (auto& d : got.getValue()[0]) {
         Id id;
         if (!idOf(d.get(), &id)) continue;
         found.insert(idKey(id));
@@ -740,10 +810,17 @@ asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolic
         if (!found.count(idKey(id))) absent.push_back(id.copy());
     if (!absent.empty()) {
         // Absent ids that exist in the archive (and are not tombstoned) will be promoted.
-        auto keys = co_await keyStates(t, p.ns, absent);
+        StatusWith<KeyStates> keys = KeyStates{};
+        if (o.keysUpFront)
+            keys = keyStatesFrom(got.getValue()[1], absent);
+        else
+            keys = co_await keyStates(t, p.ns, absent);
         if (!keys.isOK()) co_return keys.getStatus();
-        if (coldOk && ids.size() == 1 && !keys.getValue().dead[0] && !keys.getValue().guarded[0])
-            co_return Pinned{p.ns, {}, true};
+        if (o.coldOk && ids.size() == 1 && !keys.getValue().dead[0] &&
+            !keys.getValue().guarded[0]) {
+            out.cold = true;
+            co_return out;
+        }
         std::vector<Id> rest;
         for (size_t i = 0; i < absent.size(); ++i)
             if (!keys.getValue().dead[i]) rest.push_back(std::move(absent[i]));
@@ -758,7 +835,13 @@ asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolic
             }
         }
     }
-    co_return co_await pinAndPromote(t, p.ns, std::move(toPin));
+    // A promotion may follow a cold write of this statement, whose record is
+    // written before its guard goes: the record is read again after it.
+    if (!toPin.empty()) out.retryRead = false;
+    auto pinned = co_await pinAndPromote(t, p.ns, std::move(toPin));
+    if (!pinned.isOK()) co_return pinned.getStatus();
+    out.ids = std::move(pinned.getValue().ids);
+    co_return out;
 }
 
 asio::awaitable<StatusWith<Pinned>> prepareWriteMatching(Tiers& t, const CollectionPolicy& p,
@@ -815,25 +898,10 @@ asio::awaitable<StatusWith<int64_t>> promoteMatching(Tiers& t, const std::string
 
 asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
                                                                    const bson_t* retryKey) {
-    bson::Doc c;
-    BSON_APPEND_UTF8(c.mut(), "find", Metadata::kRetries);
-    bson_t f;
-    BSON_APPEND_DOCUMENT_BEGIN(c.mut(), "filter", &f);
-    BSON_APPEND_DOCUMENT(&f, "_id", retryKey);
-    bson_append_document_end(c.mut(), &f);
-    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
+    bson::Doc c = retryCommand(t.meta, retryKey);
     auto r = co_await t.fast.collect(c.get());
     if (!r.isOK()) co_return r.getStatus();
-    std::optional<DeleteResult> out;
-    if (r.getValue().empty()) co_return out;
-    DeleteResult d;
-    bson_iter_t it;
-    d.inArchive = bson_iter_init_find(&it, r.getValue()[0].get(), "inArchive");
-    if (bson_iter_init_find(&it, r.getValue()[0].get(), "n")) d.n = bson_iter_as_int64(&it);
-    bson_t v;
-    if (bson::subDocument(r.getValue()[0].get(), "value", &v)) d.deleted = bson::Doc::copyOf(&v);
-    out = std::move(d);
-    co_return out;
+    co_return retryFrom(r.getValue());
 }
 
 asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(

@@ -98,6 +98,11 @@ asio::awaitable<StatusWith<Epoch>> readEpoch(Tiers& t, const std::string& ns);
 /// The same through `run` (inside a client's transaction: the values at its snapshot).
 asio::awaitable<StatusWith<Epoch>> readEpochWith(CommandRunner run, const Metadata& meta,
                                                  const std::string& ns);
+/// The query readEpoch sends, and the Epoch its documents (read at `readAt`) give:
+/// for reading the epoch in one round trip with other queries (collectAll).
+bson::Doc epochCommand(const Metadata& meta, const std::string& ns);
+Epoch epochFrom(const std::vector<bson::Doc>& docs, const std::string& ns,
+                std::chrono::steady_clock::time_point readAt);
 /// Runs commands on the fast tier outside any transaction.
 CommandRunner fastRunner(Tiers& t);
 /// A find of the `halocline.state` documents `ids`.
@@ -136,6 +141,10 @@ struct KeyStates {
 };
 asio::awaitable<StatusWith<KeyStates>> keyStates(Tiers& t, const std::string& ns,
                                                  const std::vector<Id>& ids);
+/// The query keyStates sends, and what its documents say of `ids` (any ids
+/// among those it asked for).
+bson::Doc keyStatesCommand(const Metadata& meta, const std::string& ns, const std::vector<Id>& ids);
+KeyStates keyStatesFrom(std::vector<bson::Doc>& tombs, const std::vector<Id>& ids);
 asio::awaitable<StatusWith<KeyStates>> keyStatesWith(CommandRunner run, const Metadata& meta,
                                                      const std::string& ns,
                                                      const std::vector<Id>& ids);
@@ -160,6 +169,17 @@ asio::awaitable<StatusWith<int64_t>> promoteDocs(Tiers& t, const std::string& ns
                                                  const std::vector<bson::Doc>& docs,
                                                  bool clearMarks = false);
 
+/// CONSISTENCY.md, Deletes: deletes what `filter` matches in the fast tier
+/// (one document when `limit` is 1) in a transaction that leaves one tombstone
+/// per deleted id. With `returnDoc`, the deleted document (findAndModify).
+struct DeleteResult {
+    /// The statement ran in the archive (a cold write): a retry goes there,
+    /// and the archive answers it from its own record of the session.
+    bool inArchive = false;
+    int64_t n = 0;
+    std::optional<bson::Doc> deleted;
+    bson::Doc operationTime;  // {t: Timestamp} of the commit, empty if unknown
+};
 /// CONSISTENCY.md, Pins: ids a write is about to touch that the evictor must
 /// leave alone until unpin(). prepareWrite pins every id that may be evicted
 /// during the write (present with an age near the horizon, or living only in
@@ -172,6 +192,21 @@ struct Pinned {
     /// fast tier, nor tombstoned, nor guarded); nothing was pinned or
     /// promoted, so the write may run there (cold_write.h).
     bool cold = false;
+    /// With PrepareOptions::retryKey: the statement's retry record (findRetry),
+    /// read after every promotion this preparation made (false: read it now).
+    bool retryRead = false;
+    std::optional<DeleteResult> retry;
+};
+/// How prepareWrite asks the fast tier.
+struct PrepareOptions {
+    /// The write may run in the archive (Pinned::cold).
+    bool coldOk = false;
+    /// Ask the ids' tombstone keys in the presence query's round trip, not
+    /// after it: for writes whose ids are mostly absent (inserts).
+    bool keysUpFront = false;
+    /// A retryable statement's key: its record is read in the same round
+    /// trip, after the presence query (Pinned::retry).
+    const bson_t* retryKey = nullptr;
 };
 /// What changes which documents a client's filter matches, for the proxy's own
 /// queries with that filter: {collation, let}, each when given (the statement's
@@ -181,7 +216,8 @@ bson::Doc matchOptionsOf(const bson_t* cmd, const bson_t* stmt = nullptr);
 bool collated(const bson_t* matchOptions);
 
 asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolicy& p, Millis guard,
-                                                 const std::vector<Id>& ids, bool coldOk = false);
+                                                 const std::vector<Id>& ids,
+                                                 const PrepareOptions& o = {});
 /// The same for every document `filter` can match (under `matchOptions`: the
 /// client's collation and let, matchOptionsOf), in either tier. With `archiveCap`, more than that
 /// many matches in the archive are refused (TransactionTooLarge) before anything is pinned.
@@ -193,19 +229,8 @@ asio::awaitable<void> unpin(Tiers& t, const Pinned& pins);
 /// Pins older than this are left by a crashed proxy; the evictor ignores them.
 inline constexpr int64_t kStalePinMillis = 10 * 60 * 1000;
 
-/// CONSISTENCY.md, Deletes: deletes what `filter` matches in the fast tier
-/// (one document when `limit` is 1) in a transaction that leaves one tombstone
-/// per deleted id. With `returnDoc`, the deleted document (findAndModify).
-struct DeleteResult {
-    /// The statement ran in the archive (a cold write): a retry goes there,
-    /// and the archive answers it from its own record of the session.
-    bool inArchive = false;
-    int64_t n = 0;
-    std::optional<bson::Doc> deleted;
-    bson::Doc operationTime;  // {t: Timestamp} of the commit, empty if unknown
-};
-/// The statements of such a delete, run through `run` inside a transaction
-/// the caller commits: the delete and the tombstones, nothing else.
+/// The statements of a delete with tombstones (DeleteResult), run through `run` inside a
+/// transaction the caller commits: the delete and the tombstones, nothing else.
 asio::awaitable<StatusWith<DeleteResult>> deleteAndTombstone(
     CommandRunner run, const Metadata& meta, const std::string& ns, const bson_t* filter, int limit,
     const bson_t* sort, const bson_t* matchOptions);
@@ -219,5 +244,8 @@ asio::awaitable<StatusWith<DeleteResult>> deleteWithTombstones(Tiers& t, const s
                                                                const bson_t* retryKey = nullptr);
 asio::awaitable<StatusWith<std::optional<DeleteResult>>> findRetry(Tiers& t,
                                                                    const bson_t* retryKey);
+/// The query findRetry sends, and the record its documents hold.
+bson::Doc retryCommand(const Metadata& meta, const bson_t* retryKey);
+std::optional<DeleteResult> retryFrom(const std::vector<bson::Doc>& docs);
 
 }  // namespace halo::tiering

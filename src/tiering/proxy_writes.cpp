@@ -43,12 +43,18 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     bson_iter_t it;
     if (retryable && bson_iter_init_find(&it, cmd, "txnNumber"))
         clientTxn = bson_iter_as_int64(&it);
+    // The statement's retry record, when read after every promotion made for it.
+    std::optional<std::optional<DeleteResult>> record;
     if (id) {
         std::vector<Id> ids;
         ids.push_back(id->copy());
-        auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids, true);
+        PrepareOptions o;
+        o.coldOk = true;
+        if (retryable) o.retryKey = retryKey.get();
+        auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids, o);
         if (!r.isOK()) co_return r.getStatus();
         if (!r.getValue().cold) {
+            if (r.getValue().retryRead) record = std::move(r.getValue().retry);
             if (!r.getValue().ids.empty()) pins->push_back(std::move(r.getValue()));
         } else {
             // The client's retryable session, or one of the proxy's: either
@@ -83,9 +89,12 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     // promotion, which waits for a cold write's guard: a cold run of this
     // statement is recorded by then.)
     if (id && retryable) {
-        auto f = co_await findRetry(p_.tiers(), retryKey.get());
-        if (!f.isOK()) co_return f.getStatus();
-        if (f.getValue() && f.getValue()->inArchive) {
+        if (!record) {
+            auto f = co_await findRetry(p_.tiers(), retryKey.get());
+            if (!f.isOK()) co_return f.getStatus();
+            record = std::move(f.getValue());
+        }
+        if (*record && (*record)->inArchive) {
             bson::Doc ac = coldCommand(cmd, arrayKey, stmt, &clientLsid, clientTxn);
             slot_.sentTo(p_.archive().name().c_str());
             auto r = co_await p_.archive().run(ac.get());
@@ -124,7 +133,9 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
             Id id;
             if (idOf(v.get(), &id)) ids.push_back(std::move(id));
         }
-        auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids);
+        PrepareOptions o;
+        o.keysUpFront = true;  // new ids, mostly: absent from the fast tier
+        auto r = co_await prepareWrite(p_.tiers(), p, p_.config().clockSkewGuard, ids, o);
         if (!r.isOK())
             prepared = r.getStatus();
         else if (!r.getValue().ids.empty())

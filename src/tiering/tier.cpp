@@ -358,12 +358,13 @@ asio::awaitable<Status> Tier::discoverPrimary(std::chrono::milliseconds limit) {
                              fmt::format("{}.{}", authSource_, user_).c_str());
         BSON_APPEND_UTF8(hello.mut(), "$db", "admin");
         Frame req = wire::buildOpMsg(0, 0, hello.get());
-        auto r = co_await exchange(*c.getValue(), req);
+        Frame reply;
+        Status r = co_await exchange(*c.getValue(), &req, &reply, 1);
         if (!r.isOK()) {
-            last = c.getValue()->watch->fired ? noAnswer(host, port, limit) : r.getStatus();
+            last = c.getValue()->watch->fired ? noAnswer(host, port, limit) : r;
             continue;
         }
-        auto body = replyBody(r.getValue());
+        auto body = replyBody(reply);
         if (!body.isOK()) {
             last = body.getStatus();
             continue;
@@ -536,9 +537,10 @@ asio::awaitable<Status> Tier::authenticate(Conn& c, const bson_t* hello) {
     // One SASL step: the reply body, or the failure (server errors are as sent).
     auto step = [&](const bson_t* cmd) -> asio::awaitable<StatusWith<bson::Doc>> {
         Frame req = wire::buildOpMsg(0, 0, cmd);
-        auto r = co_await exchange(c, req);
-        if (!r.isOK()) co_return r.getStatus();
-        auto body = replyBody(r.getValue());
+        Frame reply;
+        Status r = co_await exchange(c, &req, &reply, 1);
+        if (!r.isOK()) co_return r;
+        auto body = replyBody(reply);
         if (!body.isOK()) co_return body.getStatus();
         Status s = replyStatus(body.getValue().get());
         if (!s.isOK()) co_return s;
@@ -613,30 +615,41 @@ Status connectionLost(const asio::error_code& ec, const std::string& name) {
                   fmt::format("{} tier: connection lost: {}", name, ec.message()));
 }
 
+/// Writes `n` requests at once (their request ids `rid`, `rid` + 1, ...) and
+/// reads their `n` replies, in order, over a socket or a TLS stream.
 template <typename Stream>
-asio::awaitable<StatusWith<Frame>> exchangeOver(Stream& stream, net::FrameReader& reader,
-                                                const Frame& request, int32_t rid,
-                                                const std::string& name) {
+asio::awaitable<Status> exchangeOver(Stream& stream, net::FrameReader& reader,
+                                     const Frame* requests, Frame* replies, size_t n, int32_t rid,
+                                     const std::string& name) {
     asio::error_code ec;
-    co_await asio::async_write(stream, asio::buffer(request),
-                               asio::redirect_error(asio::use_awaitable, ec));
+    if (n == 1) {
+        co_await asio::async_write(stream, asio::buffer(requests[0]),
+                                   asio::redirect_error(asio::use_awaitable, ec));
+    } else {
+        std::vector<asio::const_buffer> all;
+        all.reserve(n);
+        for (size_t i = 0; i < n; ++i) all.push_back(asio::buffer(requests[i]));
+        co_await asio::async_write(stream, all, asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (ec) co_return connectionLost(ec, name);
-    ec = co_await reader.fill(stream, 4);
-    if (ec) co_return connectionLost(ec, name);
-    int32_t len = reader.frameLength();
-    if (len < wire::kHeaderSize || len > wire::kMaxMessageSizeBytes)
-        co_return Status(ErrorCode::ProtocolError,
-                         fmt::format("{} tier: invalid reply length {}", name, len));
-    Frame reply;
-    ec = co_await reader.take(stream, static_cast<size_t>(len), &reply);
-    if (ec) co_return connectionLost(ec, name);
-    int32_t responseTo;
-    std::memcpy(&responseTo, reply.data() + 8, 4);
-    if (responseTo != rid)
-        co_return Status(ErrorCode::ProtocolError,
-                         fmt::format("{} tier: reply to request {} while waiting for {}", name,
-                                     responseTo, rid));
-    co_return std::move(reply);
+    for (size_t i = 0; i < n; ++i) {
+        ec = co_await reader.fill(stream, 4);
+        if (ec) co_return connectionLost(ec, name);
+        int32_t len = reader.frameLength();
+        if (len < wire::kHeaderSize || len > wire::kMaxMessageSizeBytes)
+            co_return Status(ErrorCode::ProtocolError,
+                             fmt::format("{} tier: invalid reply length {}", name, len));
+        ec = co_await reader.take(stream, static_cast<size_t>(len), &replies[i]);
+        if (ec) co_return connectionLost(ec, name);
+        int32_t responseTo;
+        std::memcpy(&responseTo, replies[i].data() + 8, 4);
+        const int32_t expected = rid + static_cast<int32_t>(i);
+        if (responseTo != expected)
+            co_return Status(ErrorCode::ProtocolError,
+                             fmt::format("{} tier: reply to request {} while waiting for {}", name,
+                                         responseTo, expected));
+    }
+    co_return Status::OK();
 }
 
 }  // namespace
@@ -656,11 +669,14 @@ bool unanswered(const Status& s) {
     }
 }
 
-asio::awaitable<StatusWith<Frame>> Tier::exchange(Conn& c, Frame& request) {
-    int32_t rid = nextRequestId_++;
-    std::memcpy(request.data() + 4, &rid, 4);
-    if (c.tls) co_return co_await exchangeOver(*c.tls, c.reader, request, rid, name_);
-    co_return co_await exchangeOver(c.sock, c.reader, request, rid, name_);
+asio::awaitable<Status> Tier::exchange(Conn& c, Frame* requests, Frame* replies, size_t n) {
+    const int32_t rid = nextRequestId_.fetch_add(static_cast<int32_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t id = rid + static_cast<int32_t>(i);
+        std::memcpy(requests[i].data() + 4, &id, 4);
+    }
+    if (c.tls) co_return co_await exchangeOver(*c.tls, c.reader, requests, replies, n, rid, name_);
+    co_return co_await exchangeOver(c.sock, c.reader, requests, replies, n, rid, name_);
 }
 
 Tier::PoolStats Tier::poolStats() const {
@@ -674,6 +690,21 @@ Tier::PoolStats Tier::poolStats() const {
 }
 
 asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
+    Frame reply;
+    Status st = co_await roundTripsInto(&request, &reply, 1);
+    if (!st.isOK()) co_return st;
+    co_return std::move(reply);
+}
+
+asio::awaitable<StatusWith<std::vector<Frame>>> Tier::roundTrips(std::vector<Frame> requests) {
+    std::vector<Frame> replies(requests.size());
+    if (requests.empty()) co_return replies;
+    Status st = co_await roundTripsInto(requests.data(), replies.data(), requests.size());
+    if (!st.isOK()) co_return st;
+    co_return replies;
+}
+
+asio::awaitable<Status> Tier::roundTripsInto(Frame* requests, Frame* replies, size_t n) {
     // How long to wait for the tier: what is left of the client operation's
     // maxTimeMS (op_deadline.h), else socketTimeoutMS, else no limit. A tier that
     // accepts connections but never answers (a network partition) then fails the
@@ -713,7 +744,7 @@ asio::awaitable<StatusWith<Frame>> Tier::roundTrip(Frame request) {
     ++inUse_;
     roundTrips_.fetch_add(1, std::memory_order_relaxed);
     c.getValue()->arm(limit);
-    auto r = co_await exchange(*c.getValue(), request);
+    Status r = co_await exchange(*c.getValue(), requests, replies, n);
     if (c.getValue()->disarm() && !r.isOK())
         r = Status(byMaxTime ? ErrorCode::MaxTimeMSExpired : ErrorCode::NetworkTimeout,
                    fmt::format("{} tier: no reply within {} ms ({}); the connection was closed",
@@ -748,6 +779,42 @@ asio::awaitable<StatusWith<bson::Doc>> Tier::run(const bson_t* cmd) {
     auto r = co_await roundTrip(wire::buildOpMsg(0, 0, cmd));
     if (!r.isOK()) co_return r.getStatus();
     co_return replyBody(r.getValue());
+}
+
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> Tier::runAll(
+    const std::vector<const bson_t*>& cmds) {
+    std::vector<Frame> requests;
+    requests.reserve(cmds.size());
+    for (const bson_t* c : cmds) requests.push_back(wire::buildOpMsg(0, 0, c));
+    auto r = co_await roundTrips(std::move(requests));
+    if (!r.isOK()) co_return r.getStatus();
+    std::vector<bson::Doc> out;
+    out.reserve(cmds.size());
+    for (auto& f : r.getValue()) {
+        auto body = replyBody(f);
+        if (!body.isOK()) co_return body.getStatus();
+        out.push_back(std::move(body.getValue()));
+    }
+    co_return out;
+}
+
+std::vector<bson::Doc> batchOf(const bson_t* reply) {
+    std::vector<bson::Doc> out;
+    bson_t cursor, arr;
+    if (!bson::subDocument(reply, "cursor", &cursor)) return out;
+    if (!bson::subDocument(&cursor, "firstBatch", &arr) &&
+        !bson::subDocument(&cursor, "nextBatch", &arr))
+        return out;
+    bson_iter_t it;
+    bson_iter_init(&it, &arr);
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&it, &len, &data);
+        out.push_back(bson::Doc::copyOf(data, len));
+    }
+    return out;
 }
 
 Status replyStatus(const bson_t* reply) {
@@ -800,10 +867,12 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> Tier::collect(const bson_t* 
     co_return co_await collectWith([this](const bson_t* c) { return runOk(c); }, cmd);
 }
 
-asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
-                                                                const bson_t* cmd) {
-    std::vector<bson::Doc> out;
-    auto r = co_await run(cmd);
+namespace {
+
+/// Appends the documents of the cursor `r` (the reply to `cmd`) and of its
+/// getMores, through `run`, to `out`.
+asio::awaitable<Status> drainCursor(const CommandRunner& run, const bson_t* cmd,
+                                    StatusWith<bson::Doc> r, std::vector<bson::Doc>* out) {
     while (true) {
         if (!r.isOK()) co_return r.getStatus();
         bson_t cursor;
@@ -827,11 +896,11 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner ru
                     uint32_t len;
                     const uint8_t* data;
                     bson_iter_document(&batch, &len, &data);
-                    out.push_back(bson::Doc::copyOf(data, len));
+                    out->push_back(bson::Doc::copyOf(data, len));
                 }
             }
         }
-        if (id == 0) break;
+        if (id == 0) co_return Status::OK();
         bson::Doc more;
         BSON_APPEND_INT64(more.mut(), "getMore", id);
         auto dot = ns.find('.');
@@ -840,6 +909,31 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner ru
         const std::string db = readString(cmd, "$db");
         BSON_APPEND_UTF8(more.mut(), "$db", db.c_str());
         r = co_await run(more.get());
+    }
+}
+
+}  // namespace
+
+asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
+                                                                const bson_t* cmd) {
+    std::vector<bson::Doc> out;
+    auto first = co_await run(cmd);
+    Status s = co_await drainCursor(run, cmd, std::move(first), &out);
+    if (!s.isOK()) co_return s;
+    co_return out;
+}
+
+asio::awaitable<StatusWith<std::vector<std::vector<bson::Doc>>>> collectAll(
+    Tier& tier, const std::vector<const bson_t*>& cmds) {
+    auto replies = co_await tier.runAll(cmds);
+    if (!replies.isOK()) co_return replies.getStatus();
+    CommandRunner run = [&tier](const bson_t* c) { return tier.runOk(c); };
+    std::vector<std::vector<bson::Doc>> out(cmds.size());
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        bson::Doc& reply = replies.getValue()[i];
+        Status s = replyStatus(reply.get());
+        if (s.isOK()) s = co_await drainCursor(run, cmds[i], std::move(reply), &out[i]);
+        if (!s.isOK()) co_return s;
     }
     co_return out;
 }
@@ -907,7 +1001,7 @@ void appendUserEventsOnly(bson_t* pipeline, const char* key) {
 Transaction::Transaction(Tier& tier, const bson_t* lsid, int64_t txnNumber)
     : tier_(tier), lsid_(bson::Doc::copyOf(lsid)), txnNumber_(txnNumber) {}
 
-asio::awaitable<StatusWith<bson::Doc>> Transaction::run(const bson_t* cmd) {
+bson::Doc Transaction::statement(const bson_t* cmd) {
     bson::Doc c = bson::Doc::copyOf(cmd);
     BSON_APPEND_DOCUMENT(c.mut(), "lsid", lsid_.get());
     BSON_APPEND_INT64(c.mut(), "txnNumber", txnNumber_);
@@ -916,7 +1010,35 @@ asio::awaitable<StatusWith<bson::Doc>> Transaction::run(const bson_t* cmd) {
         BSON_APPEND_BOOL(c.mut(), "startTransaction", true);
         started_ = true;
     }
+    return c;
+}
+
+asio::awaitable<StatusWith<bson::Doc>> Transaction::run(const bson_t* cmd) {
+    bson::Doc c = statement(cmd);
     co_return co_await tier_.runOk(c.get());
+}
+
+asio::awaitable<std::vector<StatusWith<bson::Doc>>> Transaction::runAll(
+    const std::vector<const bson_t*>& cmds) {
+    std::vector<bson::Doc> stmts;
+    std::vector<const bson_t*> sent;
+    for (const bson_t* c : cmds) stmts.push_back(statement(c));
+    for (auto& d : stmts) sent.push_back(d.get());
+    auto r = co_await tier_.runAll(sent);
+    std::vector<StatusWith<bson::Doc>> out;
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        if (!r.isOK()) {
+            out.emplace_back(r.getStatus());
+            continue;
+        }
+        bson::Doc& reply = r.getValue()[i];
+        Status s = replyStatus(reply.get());
+        if (s.isOK())
+            out.emplace_back(std::move(reply));
+        else
+            out.emplace_back(s);
+    }
+    co_return out;
 }
 
 asio::awaitable<StatusWith<bson::Doc>> Transaction::commit() {

@@ -69,6 +69,12 @@ class Tier {
     /// Sends one whole request frame (its requestId is replaced) and returns the
     /// whole reply frame. Network failures come back as HostUnreachable.
     asio::awaitable<StatusWith<Frame>> roundTrip(Frame request);
+    /// Sends several request frames on one connection at once and returns
+    /// their reply frames in order: the server runs them one after another, as
+    /// if each had waited for the one before, but we wait once (one round trip;
+    /// plain TCP pipelining, which mongod serves like any client's requests).
+    /// A network failure fails them all.
+    asio::awaitable<StatusWith<std::vector<Frame>>> roundTrips(std::vector<Frame> requests);
 
     /// Runs a command (the document must carry $db). The reply as the server
     /// sent it, ok:0 included; only transport failures are errors.
@@ -78,6 +84,12 @@ class Tier {
     asio::awaitable<StatusWith<bson::Doc>> runOk(const bson_t* cmd);
     /// Runs a find or aggregate and follows the cursor to the end.
     asio::awaitable<StatusWith<std::vector<bson::Doc>>> collect(const bson_t* cmd);
+    /// Runs commands in one round trip (roundTrips): their replies in order, ok:0
+    /// included. Use it only where sending a command before the one ahead of it
+    /// answered is as safe as after: a later command must not depend on an earlier
+    /// one's outcome except through what the server itself does in order.
+    asio::awaitable<StatusWith<std::vector<bson::Doc>>> runAll(
+        const std::vector<const bson_t*>& cmds);
 
     /// A fresh logical session id ({id: UUID}) for this tier's transactions,
     /// marked by the prefix of its kind.
@@ -116,7 +128,10 @@ class Tier {
     /// (no-op without them). `hello` is the reply of a hello sent on it with
     /// saslSupportedMechs, or null (then the mechanism found at discovery is used).
     asio::awaitable<Status> authenticate(Conn& c, const bson_t* hello);
-    asio::awaitable<StatusWith<Frame>> exchange(Conn& c, Frame& request);
+    /// Writes `n` requests at once and reads their replies into `replies`.
+    asio::awaitable<Status> exchange(Conn& c, Frame* requests, Frame* replies, size_t n);
+    /// roundTrip() for `n` requests (replies: room for `n`).
+    asio::awaitable<Status> roundTripsInto(Frame* requests, Frame* replies, size_t n);
 
     std::string name_;
     std::string uri_;
@@ -158,6 +173,12 @@ class Transaction {
   public:
     Transaction(Tier& tier, const bson_t* lsid, int64_t txnNumber);
     asio::awaitable<StatusWith<bson::Doc>> run(const bson_t* cmd);
+    /// Runs statements in one round trip (Tier::runAll), each as run() would;
+    /// a statement's error (ok:0, writeErrors) is its own entry. After a failed
+    /// statement the server has aborted the transaction, so the ones after it
+    /// fail too (NoSuchTransaction): the first error is the one that counts.
+    asio::awaitable<std::vector<StatusWith<bson::Doc>>> runAll(
+        const std::vector<const bson_t*>& cmds);
     /// The commit's reply (its operationTime is the transaction's time).
     /// When the connection fails before the reply, the commit is retried (as
     /// drivers do; the tier answers a committed transaction's retry with ok,
@@ -171,6 +192,9 @@ class Transaction {
     static constexpr std::chrono::seconds kCommitRetryWindow{10};
 
   private:
+    /// `cmd` with the session's fields (and startTransaction the first time).
+    bson::Doc statement(const bson_t* cmd);
+
     Tier& tier_;
     bson::Doc lsid_;
     int64_t txnNumber_;
@@ -220,6 +244,15 @@ class SessionPool {
 using CommandRunner = std::function<asio::awaitable<StatusWith<bson::Doc>>(const bson_t*)>;
 asio::awaitable<StatusWith<std::vector<bson::Doc>>> collectWith(CommandRunner run,
                                                                 const bson_t* cmd);
+
+/// Runs finds or aggregates on `tier` in one round trip (Tier::runAll) and
+/// follows each cursor to the end: each command's documents, in order. The
+/// first command that failed fails them all.
+asio::awaitable<StatusWith<std::vector<std::vector<bson::Doc>>>> collectAll(
+    Tier& tier, const std::vector<const bson_t*>& cmds);
+
+/// The documents of a cursor reply's firstBatch or nextBatch (not following the cursor).
+std::vector<bson::Doc> batchOf(const bson_t* reply);
 
 /// Errors that say nothing about whether a command ran: the connection
 /// failed, or the server went away (a refusal, such as NoSuchTransaction, is

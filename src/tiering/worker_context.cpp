@@ -178,25 +178,6 @@ asio::awaitable<StatusWith<std::map<std::string, bson::Doc>>> loadStateDocs(
     co_return out;
 }
 
-std::vector<bson::Doc> batchOf(const bson_t* reply) {
-    std::vector<bson::Doc> out;
-    bson_t cursor, arr;
-    if (!bson::subDocument(reply, "cursor", &cursor)) return out;
-    if (!bson::subDocument(&cursor, "firstBatch", &arr) &&
-        !bson::subDocument(&cursor, "nextBatch", &arr))
-        return out;
-    bson_iter_t it;
-    bson_iter_init(&it, &arr);
-    while (bson_iter_next(&it)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&it, &len, &data);
-        out.push_back(bson::Doc::copyOf(data, len));
-    }
-    return out;
-}
-
 namespace {
 
 void cursorInfo(const bson_t* reply, int64_t* id, std::string* coll) {

@@ -176,9 +176,6 @@ int64_t intField(const bson_t* d, const char* key, int64_t dflt = 0);
 bool boolField(const bson_t* d, const char* key);
 std::optional<int64_t> dateField(const bson_t* d, const char* key);
 
-/// The documents of a cursor reply's firstBatch/nextBatch.
-std::vector<bson::Doc> batchOf(const bson_t* reply);
-
 /// The id the state documents use for a concern of a collection: "warm:db.c".
 inline std::string stateId(const char* concern, const std::string& ns) {
     return std::string(concern) + ":" + ns;
