@@ -77,11 +77,12 @@ asio::awaitable<StatusWith<bson::Doc>> runInArchive(Tiers& t, const bson_t* cmd)
 /// journaled).
 asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& id,
                                      const bson_t* version, const bson_t* retryKey) {
-    auto mark = co_await countColdWrite(t, ns);
-    if (!mark.isOK()) co_return mark.getStatus();
+    // The count and the record in one round trip (Tier::runAll), in that order.
+    bson::Doc count = countColdWriteCommand(t.meta, ns);
+    std::vector<const bson_t*> first{count.get()};
+    bson::Doc up;
     bson_t arr, stmt;
     if (retryKey) {
-        bson::Doc up;
         BSON_APPEND_UTF8(up.mut(), "update", Metadata::kRetries);
         bson_t u, rq, set;
         BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
@@ -100,12 +101,19 @@ asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& 
         bson_append_array_end(up.mut(), &arr);
         appendMajority(up.mut());
         BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
-        auto ur = co_await t.fast.runOk(up.get());
-        if (!ur.isOK()) co_return ur.getStatus();
+        first.push_back(up.get());
     }
-    bson::Doc up;
-    BSON_APPEND_UTF8(up.mut(), "update", Metadata::kTombstones);
-    BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+    auto replies = co_await t.fast.runAll(first);
+    if (!replies.isOK()) co_return replies.getStatus();
+    auto mark = coldCountFrom(replies.getValue()[0].get());
+    if (!mark.isOK()) co_return mark.getStatus();
+    if (retryKey) {
+        Status recorded = replyStatus(replies.getValue()[1].get());
+        if (!recorded.isOK()) co_return recorded;
+    }
+    bson::Doc release;
+    BSON_APPEND_UTF8(release.mut(), "update", Metadata::kTombstones);
+    BSON_APPEND_ARRAY_BEGIN(release.mut(), "updates", &arr);
     BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
     bson::Doc q = guardKeyFilter(t.meta, ns, id, version);
     BSON_APPEND_DOCUMENT(&stmt, "q", q.get());
@@ -115,10 +123,10 @@ asio::awaitable<Status> releaseGuard(Tiers& t, const std::string& ns, const Id& 
     BSON_APPEND_DATE_TIME(&u, "at", wallMillis());
     bson_append_document_end(&stmt, &u);
     bson_append_document_end(&arr, &stmt);
-    bson_append_array_end(up.mut(), &arr);
-    appendMajority(up.mut());
-    BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
-    co_return (co_await t.fast.runOk(up.get())).getStatus();
+    bson_append_array_end(release.mut(), &arr);
+    appendMajority(release.mut());
+    BSON_APPEND_UTF8(release.mut(), "$db", t.meta.db.c_str());
+    co_return (co_await t.fast.runOk(release.get())).getStatus();
 }
 
 /// Takes X's guard: writes it (majority, journaled) where nothing or a mark
@@ -158,24 +166,31 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> takeGuard(
     bson_append_array_end(ins.mut(), &arr);
     appendMajority(ins.mut());
     BSON_APPEND_UTF8(ins.mut(), "$db", t.meta.db.c_str());
-    auto ir = co_await t.fast.runOk(ins.get());
+    // One round trip (Tier::runAll): the guard's upsert, then F(X), then X's
+    // tombstone key, which the fast tier reads after the upsert ran.
+    std::vector<Id> one;
+    one.push_back(id.copy());
+    bson::Doc pc = presentInCommand(ns, one);
+    bson::Doc kc = keyStatesCommand(t.meta, ns, one);
+    std::vector<const bson_t*> cmds{ins.get(), pc.get(), kc.get()};
+    auto replies = co_await t.fast.runAll(cmds);
+    if (!replies.isOK()) co_return replies.getStatus();
+    Status ir = replyStatus(replies.getValue()[0].get());
     if (!ir.isOK()) {
-        if (ir.getStatus().code() != ErrorCode::DuplicateKey) co_return ir.getStatus();
+        if (ir.code() != ErrorCode::DuplicateKey) co_return ir;
         // Whose key is it? A guard may be finished by this writer (see runCold).
-        std::vector<Id> one;
-        one.push_back(id.copy());
-        auto k = co_await keyStates(t, ns, one);
-        if (k.isOK() && !k.getValue().guards.empty()) *existing = std::move(k.getValue().guards[0]);
+        std::vector<bson::Doc> tombs = batchOf(replies.getValue()[2].get());
+        KeyStates k = keyStatesFrom(tombs, one);
+        if (!k.guards.empty()) *existing = std::move(k.guards[0]);
         co_return Out{};
     }
     // After the guard: a promotion that committed before it shows here; one
     // that had not yet written X's key meets the guard.
-    std::vector<Id> one;
-    one.push_back(id.copy());
-    auto present = co_await presentIn(t, ns, one);
-    if (!present.isOK() || present.getValue()[0]) {
+    Status found = replyStatus(replies.getValue()[1].get());
+    const bool present = found.isOK() && presentFrom(batchOf(replies.getValue()[1].get()), one)[0];
+    if (!found.isOK() || present) {
         Status rel = co_await releaseGuard(t, ns, id, version.get(), nullptr);
-        if (!present.isOK()) co_return present.getStatus();
+        if (!found.isOK()) co_return found;
         if (!rel.isOK()) co_return rel;
         co_return Out{};
     }
@@ -200,13 +215,13 @@ bool ranStatement(const bson_t* reply) {
     return !bson_iter_init_find(&it, reply, "writeErrors");
 }
 
+}  // namespace
+
 bool sameRetry(const bson_t* guard, const bson_t* retryKey) {
     bson_t g;
     if (!retryKey || !bson::subDocument(guard, "retry", &g)) return false;
     return g.len == retryKey->len && memcmp(bson_get_data(&g), bson_get_data(retryKey), g.len) == 0;
 }
-
-}  // namespace
 
 int64_t coldGuardAgeMillis(const bson_t* guard) {
     bson_iter_t it;

@@ -56,6 +56,10 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> runCold(Tiers& t, const st
 /// writer that died): runs its command again and releases it.
 asio::awaitable<Status> finishColdGuard(Tiers& t, const std::string& ns, const bson_t* guard);
 
+/// Whether `guard` is held by the retryable statement `retryKey` (its first
+/// attempt: a retry of it runs the cold path, which finishes the guard).
+bool sameRetry(const bson_t* guard, const bson_t* retryKey);
+
 /// How long ago a guard was taken (its `at`).
 int64_t coldGuardAgeMillis(const bson_t* guard);
 /// A guard older than this (or waited for this long) is finished by the

@@ -206,7 +206,7 @@ asio::awaitable<StatusWith<Epoch>> readEpochWith(CommandRunner run, const Metada
     co_return epochFrom(r.getValue(), ns, readAt);
 }
 
-asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string& ns) {
+bson::Doc countColdWriteCommand(const Metadata& meta, const std::string& ns) {
     bson::Doc c;
     BSON_APPEND_UTF8(c.mut(), "findAndModify", Metadata::kState);
     bson_t q, u, inc;
@@ -221,13 +221,24 @@ asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string&
     BSON_APPEND_BOOL(c.mut(), "upsert", true);
     BSON_APPEND_BOOL(c.mut(), "new", true);
     appendMajority(c.mut());
-    BSON_APPEND_UTF8(c.mut(), "$db", t.meta.db.c_str());
-    auto r = co_await t.fast.runOk(c.get());
-    if (!r.isOK()) co_return r.getStatus();
+    BSON_APPEND_UTF8(c.mut(), "$db", meta.db.c_str());
+    return c;
+}
+
+StatusWith<int64_t> coldCountFrom(const bson_t* reply) {
+    Status s = replyStatus(reply);
+    if (!s.isOK()) return s;
     bson_iter_t it;
-    if (!bson::findDotted(r.getValue().get(), "value.n", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
-        co_return Status(ErrorCode::InternalError, "halocline: no cold-write count in the reply");
-    co_return bson_iter_as_int64(&it);
+    if (!bson::findDotted(reply, "value.n", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
+        return Status(ErrorCode::InternalError, "halocline: no cold-write count in the reply");
+    return bson_iter_as_int64(&it);
+}
+
+asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string& ns) {
+    bson::Doc c = countColdWriteCommand(t.meta, ns);
+    auto r = co_await t.fast.run(c.get());
+    if (!r.isOK()) co_return r.getStatus();
+    co_return coldCountFrom(r.getValue().get());
 }
 
 /// Which of `ids` have a document in the fast tier's `ns`.
@@ -235,8 +246,6 @@ asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::st
                                                          const std::vector<Id>& ids) {
     co_return co_await presentInWith(fastRunner(t), ns, ids);
 }
-
-namespace {
 
 bson::Doc presentInCommand(const std::string& ns, const std::vector<Id>& ids) {
     auto [db, coll] = splitNs(ns);
@@ -256,8 +265,6 @@ std::vector<bool> presentFrom(const std::vector<bson::Doc>& docs, const std::vec
     for (size_t i = 0; i < ids.size(); ++i) out[i] = found.count(idKey(ids[i])) > 0;
     return out;
 }
-
-}  // namespace
 
 asio::awaitable<StatusWith<std::vector<bool>>> presentInWith(CommandRunner run,
                                                              const std::string& ns,
@@ -816,8 +823,12 @@ asio::awaitable<StatusWith<Pinned>> prepareWrite(Tiers& t, const CollectionPolic
         else
             keys = co_await keyStates(t, p.ns, absent);
         if (!keys.isOK()) co_return keys.getStatus();
+        // (A guard this statement's first attempt holds: a retry of a cold
+        // write, which the cold path finishes and the archive answers.)
+        const bool mine = keys.getValue().guarded[0] && o.retryKey &&
+                          sameRetry(keys.getValue().guards[0].get(), o.retryKey);
         if (o.coldOk && ids.size() == 1 && !keys.getValue().dead[0] &&
-            !keys.getValue().guarded[0]) {
+            (!keys.getValue().guarded[0] || mine)) {
             out.cold = true;
             co_return out;
         }

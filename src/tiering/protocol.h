@@ -112,6 +112,9 @@ inline constexpr int64_t kColdMarkLifetimeMillis = 60'000;
 /// Counts a finished cold write on `ns` (majority, journaled): the number its
 /// mark gets, greater than every `Epoch::cold` read before.
 asio::awaitable<StatusWith<int64_t>> countColdWrite(Tiers& t, const std::string& ns);
+/// The command countColdWrite sends, and the number its reply gives.
+bson::Doc countColdWriteCommand(const Metadata& meta, const std::string& ns);
+StatusWith<int64_t> coldCountFrom(const bson_t* reply);
 
 /// Of `ids`, the ones present in the fast tier's `ns`, the ones tombstoned,
 /// the ones a cold write holds (cold_write.h: a guard, no tombstone), and the
@@ -127,6 +130,9 @@ asio::awaitable<StatusWith<FastPresence>> fastPresence(Tiers& t, const std::stri
 /// Which of `ids` have a document in the fast tier's `ns`.
 asio::awaitable<StatusWith<std::vector<bool>>> presentIn(Tiers& t, const std::string& ns,
                                                          const std::vector<Id>& ids);
+/// The query presentIn sends, and which of `ids` its documents name.
+bson::Doc presentInCommand(const std::string& ns, const std::vector<Id>& ids);
+std::vector<bool> presentFrom(const std::vector<bson::Doc>& docs, const std::vector<Id>& ids);
 asio::awaitable<StatusWith<std::vector<bool>>> presentInWith(CommandRunner run,
                                                              const std::string& ns,
                                                              const std::vector<Id>& ids);

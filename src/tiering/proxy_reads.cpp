@@ -241,6 +241,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
         std::vector<Id> ids;
         ids.push_back(d.lookupId->copy());
         bool wasPresent = false;
+        // A promotion of what the archive answers (below) needs the epoch read
+        // before the archive is: it comes with the tombstone check.
+        const bool mayPromote = p.promoteOnRead && p_.config().workersEnabled;
+        std::optional<Epoch> epoch;
         for (int attempt = 0;; ++attempt) {
             auto r = co_await send(p_.fast(), msg, fbody.get());
             if (!r.isOK()) co_return errorDoc(r.getStatus());
@@ -254,10 +258,17 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
             if (!answered && plainId) {
                 // Nothing but the _id: empty means absent when the fast tier
                 // read. Tombstoned: deleted, the empty answer stands. Else the
-                // archive is current (invariant A).
-                auto dead = co_await tombstonedIn(p_.tiers(), p.ns, ids);
-                if (!dead.isOK()) co_return errorDoc(dead.getStatus());
-                answered = dead.getValue()[0];
+                // archive is current (invariant A). (With the epoch, in one
+                // round trip, when the answer may be copied up.)
+                const auto readAt = std::chrono::steady_clock::now();
+                bson::Doc kc = keyStatesCommand(p_.tiers().meta, p.ns, ids);
+                bson::Doc ec = epochCommand(p_.tiers().meta, p.ns);
+                std::vector<const bson_t*> cmds{kc.get()};
+                if (mayPromote) cmds.push_back(ec.get());
+                auto got = co_await collectAll(p_.fast(), cmds);
+                if (!got.isOK()) co_return errorDoc(got.getStatus());
+                answered = keyStatesFrom(got.getValue()[0], ids).dead[0];
+                if (mayPromote) epoch = epochFrom(got.getValue()[1], p.ns, readAt);
             } else if (!answered) {
                 // Empty. Does the fast tier know the document? Deleted: the
                 // empty answer stands. Present now, but absent when we read (it
@@ -288,8 +299,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
         bson::Doc abody = forwardBody(cmd, true);
         auto ar = co_await send(p_.archive(), msg, abody.get());
         if (!ar.isOK()) co_return errorDoc(ar.getStatus());
-        if (p.promoteOnRead && p_.config().workersEnabled) {
-            // Copy it up in the background when it is inside the horizon.
+        if (mayPromote) {
+            // Copy it up in the background when it is inside the horizon:
+            // the version just read, when the epoch was read before it
+            // (CONSISTENCY.md, Promotion), else from the archive again.
             bson_t c2, b2;
             bson_iter_t it;
             if (bson::subDocument(ar.getValue().get(), "cursor", &c2) &&
@@ -312,12 +325,22 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                     auto ns = p.ns;
                     auto id = d.lookupId->copy();
                     auto* proxy = &p_;
+                    std::optional<bson::Doc> read;
+                    if (epoch) read = bson::Doc::copyOf(v.get());
                     asio::co_spawn(
                         p_.io(),
-                        [proxy, ns, id = std::move(id)]() -> asio::awaitable<void> {
-                            std::vector<Id> ids;
-                            ids.push_back(id.copy());
-                            auto r = co_await promoteIds(proxy->tiers(), ns, ids);
+                        [proxy, ns, id = std::move(id), epoch,
+                         read = std::move(read)]() -> asio::awaitable<void> {
+                            StatusWith<int64_t> r = int64_t{0};
+                            if (read) {
+                                std::vector<bson::Doc> docs;
+                                docs.push_back(read->copy());
+                                r = co_await promoteDocs(proxy->tiers(), ns, *epoch, docs);
+                            } else {
+                                std::vector<Id> ids;
+                                ids.push_back(id.copy());
+                                r = co_await promoteIds(proxy->tiers(), ns, ids);
+                            }
                             if (r.isOK())
                                 if (auto* pr = proxy->state().progress(ns))
                                     pr->promoted += r.getValue();
