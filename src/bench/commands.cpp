@@ -143,6 +143,8 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
                             "Archive documents (default 10,000,000; quick 200,000)");
     f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,
                             "Archive WiredTiger cache (default 0.25; quick 0.01)");
+    f.reproduce->add_option("--fast-threads", r.fastThreads,
+                            "The fast store's command threads (default: the store's)");
     f.reproduce->add_option(
         "--archive-memory-mb", r.archiveMemoryMB,
         "Archive memory-cgroup limit (default cache + 1024; + 4096 in sanitizer builds)");

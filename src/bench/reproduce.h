@@ -36,6 +36,7 @@ struct ReproduceOptions {
     // Zero: the mode's default (resolveDefaults).
     int64_t recordCount = 0;        // full 10,000,000; quick 200,000
     double archiveCacheGB = 0;      // full 0.25; quick 0.01
+    int fastThreads = 0;            // the fast store's --threads; 0: the store's default
     int64_t archiveMemoryMB = 0;    // cache + 512 MB
     double seconds = 0;             // measured seconds per run: full 30; quick 4
     double warmupSeconds = 0;       // full 10; quick 1
