@@ -140,15 +140,14 @@ bool isDdlCommand(std::string_view c) {
 
 /// Documents of an array field or a document sequence named `name`, as byte
 /// spans (a bson::View must not be copied: a static bson_t points into itself).
-std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const bson_t* body,
+std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const bson::Fields& body,
                                                  const char* name) {
     std::vector<std::span<const uint8_t>> out;
     for (auto& s : msg.sequences)
         if (s.identifier == name)
             for (auto& d : s.documents) out.push_back(d);
     bson_iter_t it, arr;
-    if (bson_iter_init_find(&it, body, name) && BSON_ITER_HOLDS_ARRAY(&it) &&
-        bson_iter_recurse(&it, &arr)) {
+    if (body.find(name, &it) && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr)) {
         while (bson_iter_next(&arr)) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
             uint32_t len;
@@ -160,8 +159,6 @@ std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const b
     return out;
 }
 
-/// {lsid, txnNumber, stmt} of a retryable write's statement; empty when the
-/// command is not a retryable write.
 /// A find whose answer is empty exactly when no document has the _id: the
 /// filter names nothing else, and no skip, collation or index bounds can
 /// exclude the document.
@@ -173,11 +170,11 @@ bool plainIdLookup(const bson_t* cmd) {
     return true;
 }
 
-bson::Doc retryKeyOf(const bson_t* cmd, int stmt) {
+bson::Doc retryKeyOf(const bson::Fields& cmd, int stmt) {
     bson::Doc key;
     bson_t lsid;
     bson_iter_t it;
-    if (!bson::subDocument(cmd, "lsid", &lsid) || !bson_iter_init_find(&it, cmd, "txnNumber") ||
+    if (!cmd.subDocument("lsid", &lsid) || !cmd.find("txnNumber", &it) ||
         !BSON_ITER_HOLDS_NUMBER(&it))
         return key;
     BSON_APPEND_DOCUMENT(key.mut(), "lsid", &lsid);
@@ -288,7 +285,7 @@ bool firstStageIs(const bson_t* cmd, std::string_view stage) {
 /// Whether a createIndexes command creates an index whose key is exactly the
 /// one the proxy gives the fast tier on the age field ({ageField: 1}).
 bool createsAgeIndex(const CollectionPolicy& p, const wire::OpMsg& msg, const bson_t* cmd) {
-    for (auto spec : statements(msg, cmd, "indexes")) {
+    for (auto spec : statements(msg, bson::Fields(cmd), "indexes")) {
         bson::View v(spec.data(), spec.size());
         bson_t key;
         bson_iter_t it;

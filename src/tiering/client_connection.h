@@ -70,17 +70,17 @@ struct MergedShape;
 
 /// Documents of an array field or a document sequence named `name`, as byte
 /// spans (a bson::View must not be copied: a static bson_t points into itself).
-std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const bson_t* body,
+std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const bson::Fields& body,
                                                  const char* name);
 
-/// {lsid, txnNumber, stmt} of a retryable write's statement; empty when the
-/// command is not a retryable write.
 /// A find whose answer is empty exactly when no document has the _id: the
 /// filter names nothing else, and no skip, collation or index bounds can
 /// exclude the document.
 bool plainIdLookup(const bson_t* cmd);
 
-bson::Doc retryKeyOf(const bson_t* cmd, int stmt);
+/// {lsid, txnNumber, stmt} of a retryable write's statement; empty when the
+/// command is not a retryable write.
+bson::Doc retryKeyOf(const bson::Fields& cmd, int stmt);
 
 std::optional<std::vector<Id>> idsNamedBy(const bson_t* filter);
 
@@ -347,6 +347,12 @@ class ClientConnection : public net::FrameHandler {
     // The running command's top-level fields (runCommand's index), for lookups
     // on the hot path; null between commands.
     const bson::Fields* fields_ = nullptr;
+    /// `cmd`'s field index: the running command's when `cmd` is it, else one
+    /// read into `own` (a pass over `cmd`, as one lookup would cost).
+    const bson::Fields& fieldsOf(const bson_t* cmd, std::optional<bson::Fields>& own) const {
+        if (fields_ && fields_->doc() == cmd) return *fields_;
+        return own.emplace(cmd);
+    }
     ClientAuth auth_;
     std::optional<wire::Compressor> compressor_;
     int32_t nextResponseId_ = 1;

@@ -651,25 +651,11 @@ std::optional<int64_t> ageMillis(const bson_t* doc, const CollectionPolicy& p) {
 
 }  // namespace
 
-bson::Doc matchOptionsOf(const bson_t* cmd, const bson_t* stmt) {
-    // One pass over the command for both (most commands have neither).
-    // (The first field of each name counts, as bson::subDocument finds it.)
+bson::Doc matchOptionsOf(const bson::Fields& cmd, const bson_t* stmt) {
     bson_t c, l;
     bool collation = stmt && bson::subDocument(stmt, "collation", &c);
-    bool let = false, sawCollation = collation, sawLet = false;
-    bson_iter_t it;
-    if (bson_iter_init(&it, cmd)) {
-        while (bson_iter_next(&it)) {
-            std::string_view k = bson_iter_key(&it);
-            if (k == "collation" && !sawCollation) {
-                sawCollation = true;
-                collation = bson::subDocumentAt(it, &c);
-            } else if (k == "let" && !sawLet) {
-                sawLet = true;
-                let = bson::subDocumentAt(it, &l);
-            }
-        }
-    }
+    if (!collation) collation = cmd.subDocument("collation", &c);
+    const bool let = cmd.subDocument("let", &l);
     bson::Doc out;
     if (collation) BSON_APPEND_DOCUMENT(out.mut(), "collation", &c);
     if (let) BSON_APPEND_DOCUMENT(out.mut(), "let", &l);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bson/doc.h"
+#include "bson/fields.h"
 #include "tiering/config.h"
 #include "tiering/tier.h"
 
@@ -217,7 +218,7 @@ struct PrepareOptions {
 /// What changes which documents a client's filter matches, for the proxy's own
 /// queries with that filter: {collation, let}, each when given (the statement's
 /// collation before the command's; `let` is the command's). Empty: neither.
-bson::Doc matchOptionsOf(const bson_t* cmd, const bson_t* stmt = nullptr);
+bson::Doc matchOptionsOf(const bson::Fields& cmd, const bson_t* stmt = nullptr);
 /// Whether `matchOptions` has a collation ("a" may match "A": no exact ids).
 bool collated(const bson_t* matchOptions);
 

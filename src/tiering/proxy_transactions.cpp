@@ -76,7 +76,8 @@ asio::awaitable<Status> ClientConnection::prepareRead(const CollectionPolicy& p,
     bson_t filter;
     bson_t empty = BSON_INITIALIZER;
     if (!readFilter(name, cmd, &filter)) filter = empty;
-    const bson::Doc options = matchOptionsOf(cmd);
+    std::optional<bson::Fields> ownFields;
+    const bson::Doc options = matchOptionsOf(fieldsOf(cmd, ownFields));
     std::optional<std::vector<Id>> ids;
     if (d.lookupId) {
         ids.emplace();
@@ -145,6 +146,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
                                                                 const wire::OpMsg& msg,
                                                                 const bson_t* cmd) {
     const bool first = truthy(cmd, "startTransaction");
+    std::optional<bson::Fields> ownFields;
+    const bson::Fields& f = fieldsOf(cmd, ownFields);
     ClientTxn txn(p_.fast(), cmd);
     std::vector<Pinned> pins;
     std::vector<TxnNeed> needs;
@@ -163,25 +166,25 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
             st = co_await prepareRead(p, name, cmd, &pins, &needs);
     } else if (name == "insert") {
         std::vector<Id> ids;
-        for (auto d : statements(msg, cmd, "documents")) {
+        for (auto d : statements(msg, f, "documents")) {
             bson::View v(d.data(), d.size());
             Id id;
             if (idOf(v.get(), &id)) ids.push_back(std::move(id));
         }
         st = co_await prepareInTxn(p, nullptr, nullptr, std::move(ids), &pins, &needs);
     } else if (name == "update" || name == "delete") {
-        for (auto stmt : statements(msg, cmd, name == "update" ? "updates" : "deletes")) {
+        for (auto stmt : statements(msg, f, name == "update" ? "updates" : "deletes")) {
             bson::View u(stmt.data(), stmt.size());
             bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) q = empty;
-            const bson::Doc options = matchOptionsOf(cmd, u.get());
+            const bson::Doc options = matchOptionsOf(f, u.get());
             st = co_await prepareInTxn(p, &q, options.get(), std::nullopt, &pins, &needs);
             if (!st.isOK()) break;
         }
     } else if (isWriteCommand(name)) {  // findAndModify
         bson_t q;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
-        const bson::Doc options = matchOptionsOf(cmd);
+        const bson::Doc options = matchOptionsOf(f);
         if (truthy(cmd, "remove")) st = removeProjection(cmd).getStatus();
         if (st.isOK())
             st = co_await prepareInTxn(p, &q, options.get(), std::nullopt, &pins, &needs);
@@ -199,11 +202,11 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
     } else if (name == "delete") {
         // Deletes leave their tombstones in the same transaction.
         int64_t n = 0;
-        for (auto stmt : statements(msg, cmd, "deletes")) {
+        for (auto stmt : statements(msg, f, "deletes")) {
             bson::View u(stmt.data(), stmt.size());
             bson_t q;
             if (!bson::subDocument(u.get(), "q", &q)) q = empty;
-            const bson::Doc options = matchOptionsOf(cmd, u.get());
+            const bson::Doc options = matchOptionsOf(f, u.get());
             bson_iter_t it;
             int64_t limit = 0;
             if (bson_iter_init_find(&it, u.get(), "limit")) limit = bson_iter_as_int64(&it);
@@ -226,7 +229,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         bson_t q, sort;
         if (!bson::subDocument(cmd, "query", &q)) q = empty;
         bool sorted = bson::subDocument(cmd, "sort", &sort);
-        const bson::Doc options = matchOptionsOf(cmd);
+        const bson::Doc options = matchOptionsOf(f);
         auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
                                              sorted ? &sort : nullptr, options.get());
         st = r.getStatus();

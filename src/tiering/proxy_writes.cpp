@@ -33,16 +33,17 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     const bson_t* stmt, const bson_t* filter, std::vector<Pinned>* pins) {
     using Out = std::optional<bson::Doc>;
     SharedState& s = p_.state();
-    const bson::Doc options = matchOptionsOf(cmd, stmt);
+    std::optional<bson::Fields> ownFields;
+    const bson::Fields& f = fieldsOf(cmd, ownFields);
+    const bson::Doc options = matchOptionsOf(f, stmt);
     std::optional<Id> id;
     if (p_.config().coldWrites && !p.changeStreams) id = coldTarget(kind, stmt, p);
-    bson::Doc retryKey = retryKeyOf(cmd, 0);
+    bson::Doc retryKey = retryKeyOf(f, 0);
     bson_t clientLsid;
-    bool retryable = !retryKey.empty() && bson::subDocument(cmd, "lsid", &clientLsid);
+    bool retryable = !retryKey.empty() && f.subDocument("lsid", &clientLsid);
     int64_t clientTxn = 0;
     bson_iter_t it;
-    if (retryable && bson_iter_init_find(&it, cmd, "txnNumber"))
-        clientTxn = bson_iter_as_int64(&it);
+    if (retryable && f.find("txnNumber", &it)) clientTxn = bson_iter_as_int64(&it);
     // The statement's retry record, when read after every promotion made for it.
     std::optional<std::optional<DeleteResult>> record;
     if (id) {
@@ -90,9 +91,9 @@ asio::awaitable<StatusWith<std::optional<bson::Doc>>> ClientConnection::prepareO
     // statement is recorded by then.)
     if (id && retryable) {
         if (!record) {
-            auto f = co_await findRetry(p_.tiers(), retryKey.get());
-            if (!f.isOK()) co_return f.getStatus();
-            record = std::move(f.getValue());
+            auto found = co_await findRetry(p_.tiers(), retryKey.get());
+            if (!found.isOK()) co_return found.getStatus();
+            record = std::move(found.getValue());
         }
         if (*record && (*record)->inArchive) {
             bson::Doc ac = coldCommand(cmd, arrayKey, stmt, &clientLsid, clientTxn);
@@ -126,9 +127,11 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
     // against eviction, until the write has run (CONSISTENCY.md, Writes).
     std::vector<Pinned> pins;
     Status prepared = Status::OK();
+    std::optional<bson::Fields> ownFields;
+    const bson::Fields& f = fieldsOf(cmd, ownFields);
     if (name == "insert") {
         std::vector<Id> ids;
-        for (auto d : statements(msg, cmd, "documents")) {
+        for (auto d : statements(msg, f, "documents")) {
             bson::View v(d.data(), d.size());
             Id id;
             if (idOf(v.get(), &id)) ids.push_back(std::move(id));
@@ -141,7 +144,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
         else if (!r.getValue().ids.empty())
             pins.push_back(std::move(r.getValue()));
     } else if (name == "update") {
-        auto stmts = statements(msg, cmd, "updates");
+        auto stmts = statements(msg, f, "updates");
         for (auto stmt : stmts) {
             bson::View u(stmt.data(), stmt.size());
             bson_t q;
@@ -153,7 +156,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
                     co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
                 prepared = cold.getStatus();
             } else {
-                const bson::Doc options = matchOptionsOf(cmd, u.get());
+                const bson::Doc options = matchOptionsOf(f, u.get());
                 prepared = co_await prepare(p, &q, options.get(), &pins);
             }
             if (!prepared.isOK()) break;
@@ -161,14 +164,15 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
     } else {  // findAndModify
         bson_t q;
         bson_t empty = BSON_INITIALIZER;
-        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        if (!f.subDocument("query", &q)) q = empty;
         auto cold = co_await prepareOrWriteCold(p, "findAndModify", cmd, nullptr, cmd, &q, &pins);
         if (cold.isOK() && cold.getValue()) {
             release(pins);
             co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
         }
         prepared = cold.getStatus();
-        if (prepared.isOK() && truthy(cmd, "remove")) {
+        bson_iter_t remove;
+        if (prepared.isOK() && f.find("remove", &remove) && bson_iter_as_bool(&remove)) {
             bson::Doc out = co_await tieredRemove(p, cmd);
             release(pins);
             co_return out;
@@ -188,31 +192,33 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
 asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy& p,
                                                           const wire::OpMsg& msg,
                                                           const bson_t* cmd) {
+    std::optional<bson::Fields> ownFields;
+    const bson::Fields& f = fieldsOf(cmd, ownFields);
     bson_iter_t it;
-    bool ordered = !bson_iter_init_find(&it, cmd, "ordered") || bson_iter_as_bool(&it);
+    bool ordered = !f.find("ordered", &it) || bson_iter_as_bool(&it);
     int64_t n = 0;
     bson::Doc errors;
     int nErrors = 0;
     OpTime last = 0;
-    auto stmts = statements(msg, cmd, "deletes");
+    auto stmts = statements(msg, f, "deletes");
     for (size_t i = 0; i < stmts.size(); ++i) {
         bson_t q;
         bson_t empty = BSON_INITIALIZER;
         bson::View stmt(stmts[i].data(), stmts[i].size());
         if (!bson::subDocument(stmt.get(), "q", &q)) q = empty;
-        const bson::Doc options = matchOptionsOf(cmd, stmt.get());
+        const bson::Doc options = matchOptionsOf(f, stmt.get());
         int64_t limit = 0;
         if (bson_iter_init_find(&it, stmt.get(), "limit")) limit = bson_iter_as_int64(&it);
         // A retry of a retryable delete answers what the first attempt did.
-        bson::Doc retryKey = retryKeyOf(cmd, static_cast<int>(i));
+        bson::Doc retryKey = retryKeyOf(f, static_cast<int>(i));
         StatusWith<DeleteResult> r = DeleteResult{};
         std::optional<DeleteResult> earlier;
         if (!retryKey.empty()) {
-            auto f = co_await findRetry(p_.tiers(), retryKey.get());
-            if (!f.isOK())
-                r = f.getStatus();
+            auto found = co_await findRetry(p_.tiers(), retryKey.get());
+            if (!found.isOK())
+                r = found.getStatus();
             else
-                earlier = std::move(f.getValue());
+                earlier = std::move(found.getValue());
         }
         if (earlier && !earlier->inArchive) {
             r = std::move(*earlier);
@@ -269,14 +275,16 @@ asio::awaitable<bson::Doc> ClientConnection::tieredDelete(const CollectionPolicy
 
 asio::awaitable<bson::Doc> ClientConnection::tieredRemove(const CollectionPolicy& p,
                                                           const bson_t* cmd) {
+    std::optional<bson::Fields> ownFields;
+    const bson::Fields& fields = fieldsOf(cmd, ownFields);
     bson_t q, sort;
     bson_t empty = BSON_INITIALIZER;
-    if (!bson::subDocument(cmd, "query", &q)) q = empty;
-    bool hasSort = bson::subDocument(cmd, "sort", &sort);
-    const bson::Doc options = matchOptionsOf(cmd);
+    if (!fields.subDocument("query", &q)) q = empty;
+    bool hasSort = fields.subDocument("sort", &sort);
+    const bson::Doc options = matchOptionsOf(fields);
     auto projection = removeProjection(cmd);
     if (!projection.isOK()) co_return errorDoc(projection.getStatus());
-    bson::Doc retryKey = retryKeyOf(cmd, 0);
+    bson::Doc retryKey = retryKeyOf(fields, 0);
     StatusWith<DeleteResult> r = DeleteResult{};
     std::optional<DeleteResult> earlier;
     if (!retryKey.empty()) {
