@@ -162,11 +162,11 @@ std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const b
 /// A find whose answer is empty exactly when no document has the _id: the
 /// filter names nothing else, and no skip, collation or index bounds can
 /// exclude the document.
-bool plainIdLookup(const bson_t* cmd) {
+bool plainIdLookup(const bson::Fields& cmd) {
     bson_t filter;
-    if (!bson::subDocument(cmd, "filter", &filter) || bson_count_keys(&filter) != 1) return false;
+    if (!cmd.subDocument("filter", &filter) || bson_count_keys(&filter) != 1) return false;
     for (const char* k : {"skip", "collation", "min", "max"})
-        if (bson_has_field(cmd, k)) return false;
+        if (cmd.has(k)) return false;
     return true;
 }
 

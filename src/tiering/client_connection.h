@@ -76,7 +76,7 @@ std::vector<std::span<const uint8_t>> statements(const wire::OpMsg& msg, const b
 /// A find whose answer is empty exactly when no document has the _id: the
 /// filter names nothing else, and no skip, collation or index bounds can
 /// exclude the document.
-bool plainIdLookup(const bson_t* cmd);
+bool plainIdLookup(const bson::Fields& cmd);
 
 /// {lsid, txnNumber, stmt} of a retryable write's statement; empty when the
 /// command is not a retryable write.

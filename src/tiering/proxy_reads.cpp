@@ -237,7 +237,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
     }
     if (d.route == Route::FastThenArchive) {
         bson::Doc fbody = forwardBody(cmd, false);
-        const bool plainId = plainIdLookup(cmd);
+        std::optional<bson::Fields> ownFields;
         std::vector<Id> ids;
         ids.push_back(d.lookupId->copy());
         bool wasPresent = false;
@@ -255,7 +255,8 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                 bson::subDocument(&cursor, "firstBatch", &batch))
                 nonEmpty = !bson_empty(&batch);
             bool answered = !replyStatus(reply).isOK() || nonEmpty;
-            if (!answered && plainId) {
+            // (Asked only of an empty answer: most lookups find their document.)
+            if (!answered && plainIdLookup(fieldsOf(cmd, ownFields))) {
                 // Nothing but the _id: empty means absent when the fast tier
                 // read. Tombstoned: deleted, the empty answer stands. Else the
                 // archive is current (invariant A). (With the epoch, in one
