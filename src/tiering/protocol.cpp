@@ -92,6 +92,11 @@ bool truthy(const bson_t* d, const char* k) {
     return bson_iter_init_find(&it, d, k) && bson_iter_as_bool(&it);
 }
 
+bool truthy(const bson::Fields& d, const char* k) {
+    bson_iter_t it;
+    return d.find(k, &it) && bson_iter_as_bool(&it);
+}
+
 void appendMajority(bson_t* cmd) {
     bson_t wc;
     BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);

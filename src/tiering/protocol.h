@@ -80,6 +80,8 @@ struct Tiers {
 
 /// Whether field `k` of `d` is present and true (bson_iter_as_bool).
 bool truthy(const bson_t* d, const char* k);
+/// The same, from a field index (no scan of the document).
+bool truthy(const bson::Fields& d, const char* k);
 
 /// Appends {w: "majority", j: true}.
 void appendMajority(bson_t* cmd);

@@ -145,9 +145,9 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
                                                                 std::string_view name,
                                                                 const wire::OpMsg& msg,
                                                                 const bson_t* cmd) {
-    const bool first = truthy(cmd, "startTransaction");
     std::optional<bson::Fields> ownFields;
     const bson::Fields& f = fieldsOf(cmd, ownFields);
+    const bool first = truthy(f, "startTransaction");
     ClientTxn txn(p_.fast(), cmd);
     std::vector<Pinned> pins;
     std::vector<TxnNeed> needs;
@@ -183,9 +183,9 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         }
     } else if (isWriteCommand(name)) {  // findAndModify
         bson_t q;
-        if (!bson::subDocument(cmd, "query", &q)) q = empty;
+        if (!f.subDocument("query", &q)) q = empty;
         const bson::Doc options = matchOptionsOf(f);
-        if (truthy(cmd, "remove")) st = removeProjection(cmd).getStatus();
+        if (truthy(f, "remove")) st = removeProjection(cmd).getStatus();
         if (st.isOK())
             st = co_await prepareInTxn(p, &q, options.get(), std::nullopt, &pins, &needs);
     }
@@ -225,10 +225,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         } else {
             out = txnErrorDoc(st);
         }
-    } else if ((name == "findAndModify" || name == "findandmodify") && truthy(cmd, "remove")) {
+    } else if ((name == "findAndModify" || name == "findandmodify") && truthy(f, "remove")) {
         bson_t q, sort;
-        if (!bson::subDocument(cmd, "query", &q)) q = empty;
-        bool sorted = bson::subDocument(cmd, "sort", &sort);
+        if (!f.subDocument("query", &q)) q = empty;
+        bool sorted = f.subDocument("sort", &sort);
         const bson::Doc options = matchOptionsOf(f);
         auto r = co_await deleteAndTombstone(txn.runner(), p_.tiers().meta, p.ns, &q, 1,
                                              sorted ? &sort : nullptr, options.get());

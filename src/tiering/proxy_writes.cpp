@@ -171,8 +171,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredWrite(const CollectionPolicy&
             co_return rewriteReply(p_.archive(), cold.getValue()->get(), p.ns, false);
         }
         prepared = cold.getStatus();
-        bson_iter_t remove;
-        if (prepared.isOK() && f.find("remove", &remove) && bson_iter_as_bool(&remove)) {
+        if (prepared.isOK() && truthy(f, "remove")) {
             bson::Doc out = co_await tieredRemove(p, cmd);
             release(pins);
             co_return out;
