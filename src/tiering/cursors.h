@@ -47,7 +47,11 @@ struct CursorEntry {
     Tier* tier = nullptr;
     int64_t remoteId = 0;
     std::string ns;
-    bool fastTiered = false;  // a proof-routed cursor on the fast tier (bounded lifetime)
+    // A proof-routed cursor on the fast tier: it lives at most half the clock-skew
+    // guard, after which eviction may reach its range. A cursor at a snapshot (in a
+    // transaction, or a snapshot read) is not one: a later eviction is invisible
+    // there (CONSISTENCY.md, Transactions).
+    bool fastTiered = false;
     // A change stream on a tiered collection: the proxy completes its events
     // (ClientConnection::completeEvents), looking updates up when asked.
     bool changeStream = false;

@@ -32,7 +32,7 @@ asio::awaitable<std::optional<bson::Doc>> ClientConnection::transactionStatement
     if (!fast) co_return std::nullopt;
     if (!policy) {
         bson::Doc body = forwardBody(cmd, false);
-        co_return co_await forward(p_.fast(), msg, body.get(), ns, true);
+        co_return co_await forward(p_.fast(), msg, body.get(), ns, false);
     }
     GateHold writing = co_await p_.beginWrite(policy->ns);
     co_return co_await tieredTxnStatement(*policy, name, msg, cmd);
@@ -136,7 +136,7 @@ asio::awaitable<bson::Doc> ClientConnection::snapshotRead(const CollectionPolicy
     if (auto* prog = p_.state().progress(p.ns)) prog->routedFast++;
     slot_.sentTo(p_.fast().name().c_str());
     bson::Doc body = forwardBody(cmd, false);
-    bson::Doc out = co_await forward(p_.fast(), msg, body.get(), p.ns, true);
+    bson::Doc out = co_await forward(p_.fast(), msg, body.get(), p.ns, false);
     release(pins);
     co_return out;
 }
@@ -237,7 +237,7 @@ asio::awaitable<bson::Doc> ClientConnection::tieredTxnStatement(const Collection
         out = r.isOK() ? removeReply(r.getValue(), projection.getValue()) : txnErrorDoc(st);
     } else {
         bson::Doc body = forwardBody(cmd, false);
-        out = co_await forward(p_.fast(), msg, body.get(), p.ns, true);
+        out = co_await forward(p_.fast(), msg, body.get(), p.ns, false);
     }
     release(pins);
     // A statement that fails ends the transaction, as on mongod.

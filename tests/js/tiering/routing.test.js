@@ -429,3 +429,16 @@ async function staleProblem(coll, how) {
   }
   return `${how}: an archive-routed $group answered ${JSON.stringify(got)} without a feeder`;
 }
+
+test('a proof-routed cursor on the fast tier ends after half the clock-skew guard: a later getMore gets CursorNotFound (43)', async () => {
+  const filter = { date: { $gte: new Date(Date.now() - 4 * MIN) } };
+  assert.equal((await t.explain({ find: 'orders', filter })).tier, 'fast');
+  const first = await client.db('shop').command({ find: 'orders', filter, batchSize: 2 });
+  assert.equal(first.cursor.firstBatch.length, 2, show(first));
+  assert.notEqual(Number(first.cursor.id), 0, show(first));
+  // The wait is the condition under test: the getMore comes after the bound.
+  await new Promise((resolve) => setTimeout(resolve, t.guardMs));
+  const getMore = { getMore: first.cursor.id, collection: 'orders', batchSize: 2 };
+  const e = await expectServerError(client.db('shop').command(getMore), 43);
+  assert.match(e.message, /clock-skew guard/, show(e));
+});

@@ -286,3 +286,37 @@ test('snapshot reads outside a transaction read the fast tier at one time after 
     await fresh.endSession();
   }
 });
+
+// A proof-routed cursor on the fast tier lives at most half the clock-skew guard
+// (eviction may reach its range later); a cursor at a snapshot does not need that bound,
+// since an eviction after the snapshot is invisible there. The wait is the condition under
+// test: the getMore must come later than half the guard.
+const pastHalfGuard = () => new Promise((resolve) => setTimeout(resolve, t.guardMs));
+
+test('a transaction\'s cursor on the fast tier serves getMores after half the clock-skew guard', async () => {
+  const filter = { n: { $gte: 50, $lt: 60 } };
+  const expected = (await orders.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id);
+  assert.ok(expected.length > 3, show(expected));
+  const { out } = await inTransaction(async (session) => {
+    const cursor = orders.find(filter, { session, batchSize: 2 }).sort({ _id: 1 });
+    const ids = [(await cursor.next())._id];
+    await pastHalfGuard();
+    for await (const d of cursor) ids.push(d._id);
+    return ids;
+  });
+  assert.deepEqual(out, expected);
+});
+
+test('a snapshot session\'s cursor on the fast tier serves getMores after half the clock-skew guard', async () => {
+  const ids = [51, 52, 53, 54, 55];
+  const session = client.startSession({ snapshot: true });
+  try {
+    const cursor = orders.find({ _id: { $in: ids } }, { session, batchSize: 2 }).sort({ _id: 1 });
+    const seen = [(await cursor.next())._id];
+    await pastHalfGuard();
+    for await (const d of cursor) seen.push(d._id);
+    assert.deepEqual(seen, ids);
+  } finally {
+    await session.endSession();
+  }
+});
