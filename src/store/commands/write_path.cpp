@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "common/log.h"
 #include "store/exec/interrupt.h"
@@ -338,11 +339,17 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
     if (firstBatch && batchSize == 0 && limit == 101) limit = 101;
     while (true) {
         if (limit > 0 && n >= limit) break;
-        if (bytes >= kMaxBatchBytes) break;
         checkForInterrupt();
-        auto d = stream.next(s);
+        std::optional<bson::Doc> d = stream.held ? std::exchange(stream.held, {}) : stream.next(s);
         if (!d) {
             exhausted = true;
+            break;
+        }
+        // As mongod: a document joins a batch only while the batch stays within
+        // 16 MB (the first always does); else it opens the next one. A change
+        // stream's batch takes it anyway: its resume token has moved past it.
+        if (n > 0 && bytes + d->size() > kMaxBatchBytes && !stream.isChangeStream()) {
+            stream.held = std::move(d);
             break;
         }
         const char* key;
@@ -352,7 +359,7 @@ bool fillBatch(Session& s, DocStream& stream, bson_t* cursorDoc, const char* arr
         ++n;
     }
     bson_append_array_end(cursorDoc, &arr);
-    if (!exhausted && stream.atEnd()) exhausted = true;
+    if (!exhausted && !stream.held && stream.atEnd()) exhausted = true;
     stream.saveState();
     if (auto token = stream.postBatchResumeToken())
         BSON_APPEND_DOCUMENT(cursorDoc, "postBatchResumeToken", token->get());

@@ -33,6 +33,10 @@ class DocStream {
     /// Counters for explain executionStats.
     virtual int64_t keysExamined() const { return 0; }
     virtual int64_t docsExamined() const { return 0; }
+
+    /// A document a batch took from next() but had no room for (fillBatch): the
+    /// next batch starts with it.
+    std::optional<bson::Doc> held;
 };
 
 }  // namespace halo::store

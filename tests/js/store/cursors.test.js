@@ -172,3 +172,26 @@ test('many open cursors at once, interleaved', async () => {
   }
   results.forEach((r, k) => assert.deepEqual(r, Array.from({ length: 10 }, (_, i) => k * 10 + i)));
 });
+
+test('a batch holds at most 16 MB of documents, as on mongod: the document that would cross it opens the next batch', async () => {
+  const coll = ctx.db.collection('mb');
+  const pad = 'm'.repeat(1_000_000);
+  // 40 documents of about 1 MB: 16 fit in 16 MiB (16,777,216 bytes), 17 do not.
+  for (let i = 0; i < 40; i += 10) {
+    await coll.insertMany(Array.from({ length: 10 }, (_, k) => ({ _id: i + k, pad })));
+  }
+  const first = await ctx.db.command({ find: 'mb', sort: { _id: 1 }, batchSize: 1000 });
+  assert.equal(first.cursor.firstBatch.length, 16);
+  const ids = first.cursor.firstBatch.map((d) => d._id);
+  let id = first.cursor.id;
+  while (Number(id) !== 0) {
+    const more = await ctx.db.command({ getMore: id, collection: 'mb', batchSize: 1000 });
+    assert.ok(more.cursor.nextBatch.length <= 16, `a batch of ${more.cursor.nextBatch.length} documents`);
+    ids.push(...more.cursor.nextBatch.map((d) => d._id));
+    id = more.cursor.id;
+  }
+  assert.deepEqual(ids, Array.from({ length: 40 }, (_, i) => i));
+  // A driver's cursor reads all of them, the held document included exactly once.
+  assert.equal((await coll.find({}).toArray()).length, 40);
+  await coll.drop();
+});

@@ -244,3 +244,17 @@ test('OP_QUERY: the handshake, buildinfo and _isSelf work as on mongod 6.0+; oth
   const client = await t.client();
   assert.equal(await client.db('shop').collection('orders').countDocuments({ _id: 'opq' }), 0);
 });
+
+test('a find whose documents fill 16 MB batches passes through whole: untiered and tiered collections', async () => {
+  const client = await t.client();
+  const pad = 'b'.repeat(1_000_000);
+  for (const name of ['untiered_big', 'orders']) {
+    const coll = client.db('shop').collection(name);
+    const docs = Array.from({ length: 35 }, (_, i) => ({ _id: `big-${i}`, date: new Date(), pad }));
+    for (let i = 0; i < docs.length; i += 5) await coll.insertMany(docs.slice(i, i + 5));
+    const got = await coll.find({ _id: { $regex: /^big-/ } }).sort({ _id: 1 }).toArray();
+    assert.deepEqual(got.map((d) => d._id), docs.map((d) => d._id).sort(), name);
+    assert.ok(got.every((d) => d.pad === pad), name);
+    await coll.deleteMany({ _id: { $regex: /^big-/ } });
+  }
+});
