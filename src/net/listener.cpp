@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "net/frame_reader.h"
 #include "net/tls.h"
+#include "net/write_all.h"
 
 namespace halo::net {
 
@@ -160,6 +161,7 @@ asio::awaitable<void> Listener::acceptLoop() {
             }
         }
         sock.set_option(asio::ip::tcp::no_delay(true), ec);
+        sock.non_blocking(true, ec);  // replies are sent directly first (write_all.h)
         setKeepAlive(sock);
         uint64_t id = nextId_++;
         asio::co_spawn(home, serve(std::move(sock), id), asio::detached);
@@ -274,8 +276,7 @@ asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler,
             break;
         }
         if (r.reply) {
-            co_await asio::async_write(stream, asio::buffer(*r.reply),
-                                       asio::redirect_error(asio::use_awaitable, ec));
+            ec = co_await writeAll(stream, asio::buffer(*r.reply));
             if (ec) break;
         }
         if (r.closeConnection) break;

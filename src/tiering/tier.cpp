@@ -15,6 +15,7 @@
 #include "auth/scram.h"
 #include "common/log.h"
 #include "net/frame_reader.h"
+#include "net/write_all.h"
 #include "tiering/op_deadline.h"
 #include "wire/message.h"
 
@@ -306,6 +307,7 @@ asio::awaitable<Status> Tier::open(Conn& conn, const std::string& host, uint16_t
             fmt::format("{} tier: cannot connect to {}:{}: {}", name_, host, port, ec.message()));
     c->sock.set_option(asio::ip::tcp::no_delay(true), ec);
     c->sock.set_option(asio::socket_base::keep_alive(true), ec);
+    c->sock.non_blocking(true, ec);  // requests are sent directly first (net/write_all.h)
     if (tls_) {
         c->tls = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(c->sock, *tls_);
         SSL* ssl = c->tls->native_handle();
@@ -623,13 +625,12 @@ asio::awaitable<Status> exchangeOver(Stream& stream, net::FrameReader& reader,
                                      const std::string& name) {
     asio::error_code ec;
     if (n == 1) {
-        co_await asio::async_write(stream, asio::buffer(requests[0]),
-                                   asio::redirect_error(asio::use_awaitable, ec));
+        ec = co_await net::writeAll(stream, asio::buffer(requests[0]));
     } else {
         std::vector<asio::const_buffer> all;
         all.reserve(n);
         for (size_t i = 0; i < n; ++i) all.push_back(asio::buffer(requests[i]));
-        co_await asio::async_write(stream, all, asio::redirect_error(asio::use_awaitable, ec));
+        ec = co_await net::writeAll(stream, all);
     }
     if (ec) co_return connectionLost(ec, name);
     for (size_t i = 0; i < n; ++i) {
