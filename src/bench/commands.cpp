@@ -139,6 +139,8 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
                      "workers.feeder.lazyDelay with --feeder-mode lazy (shorter than a run, so "
                      "that its writes fall inside the measured runs)")
         ->capture_default_str();
+    f.reproduce->add_option("--warmer-rate", r.warmerRate,
+                            "The proxy's workers.warmer.maxDocsPerSecond (default: the proxy's)");
     f.reproduce->add_option("--recordcount", r.recordCount,
                             "Archive documents (default 10,000,000; quick 200,000)");
     f.reproduce->add_option("--archive-cache-gb", r.archiveCacheGB,

@@ -96,20 +96,22 @@ int64_t parseHorizonMillis(const std::string& h) {
 
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
                             const std::string& horizon, bool tiered, bool coldWrites,
-                            const std::string& feederMode, const std::string& lazyDelay) {
+                            const std::string& feederMode, const std::string& lazyDelay,
+                            int warmerRate) {
     std::string out = "net: {bindIp: 127.0.0.1, port: 0}\ntiers:\n";
     out +=
         fmt::format("  fast: {{uri: \"{}\"}}\n  archive: {{uri: \"{}\"}}\n", fastUri, archiveUri);
-    std::string feeder;
+    std::string workers;  // settings after `enabled`
     if (!feederMode.empty())
-        feeder = feederMode == "lazy"
-                     ? fmt::format(", feeder: {{mode: lazy, lazyDelay: {}}}", lazyDelay)
-                     : fmt::format(", feeder: {{mode: {}}}", feederMode);
+        workers = feederMode == "lazy"
+                      ? fmt::format(", feeder: {{mode: lazy, lazyDelay: {}}}", lazyDelay)
+                      : fmt::format(", feeder: {{mode: {}}}", feederMode);
+    if (warmerRate > 0) workers += fmt::format(", warmer: {{maxDocsPerSecond: {}}}", warmerRate);
     if (tiered)
         out += fmt::format(
             "tiering:\n  coldWrites: {}\n  collections:\n    - {{namespace: ycsb.usertable, "
             "ageField: date, horizon: {}}}\nworkers: {{enabled: true{}}}\n",
-            coldWrites ? "true" : "false", horizon, feeder);
+            coldWrites ? "true" : "false", horizon, workers);
     else
         out += "tiering:\n  collections: []\nworkers: {enabled: false}\n";
     return out;
@@ -395,7 +397,7 @@ StatusWith<Server> Reproduction::startProxy(const std::string& name, const std::
     {
         std::ofstream f(cfg);
         f << proxyConfigYaml(fastUri, archiveUri, o_.horizon, tiered, o_.coldWrites, o_.feederMode,
-                             o_.feederLazyDelay);
+                             o_.feederLazyDelay, o_.warmerRate);
         if (!f) return Status(ErrorCode::OperationFailed, "cannot write " + cfg);
     }
     ChildProcess::Options po;

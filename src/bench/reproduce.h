@@ -31,6 +31,7 @@ struct ReproduceOptions {
     // workers.feeder.lazyDelay with a lazy feeder: shorter than a run, so that its
     // writes fall inside the measured runs rather than after them.
     std::string feederLazyDelay = "10s";
+    int warmerRate = 0;  // workers.warmer.maxDocsPerSecond; 0: the proxy's default
     int fieldCount = 10;
     int fieldLength = 26;  // ~415-byte documents: 10 M of them are 16x a 256 MB cache
     // Zero: the mode's default (resolveDefaults).
@@ -72,10 +73,11 @@ int passingSecond(const std::vector<double>& alone, const std::vector<double>& t
 int64_t parseHorizonMillis(const std::string& h);
 /// The proxy's YAML: ycsb.usertable tiered on `date` (or no tiered collection at all,
 /// a pure pass-through to the archive), workers on or off, and the feeder's
-/// mode when `feederMode` is not empty (with `lazyDelay` when it is lazy).
+/// mode when `feederMode` is not empty (with `lazyDelay` when it is lazy), and the
+/// warmer's workers.warmer.maxDocsPerSecond when `warmerRate` is positive.
 std::string proxyConfigYaml(const std::string& fastUri, const std::string& archiveUri,
                             const std::string& horizon, bool tiered, bool coldWrites = true,
                             const std::string& feederMode = "",
-                            const std::string& lazyDelay = "10s");
+                            const std::string& lazyDelay = "10s", int warmerRate = 0);
 
 }  // namespace halo::bench

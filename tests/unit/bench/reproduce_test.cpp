@@ -59,6 +59,9 @@ TEST(ReproduceTest, ProxyConfigFollowsTheProxyInterface) {
     EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, true, "eager")
                   .find("workers: {enabled: true, feeder: {mode: eager}}"),
               std::string::npos);
+    EXPECT_NE(proxyConfigYaml("f", "a", "30d", true, true, "", "10s", 50000)
+                  .find("workers: {enabled: true, warmer: {maxDocsPerSecond: 50000}}"),
+              std::string::npos);
     std::string pass = proxyConfigYaml("f", "a", "30d", false);
     EXPECT_NE(pass.find("collections: []"), std::string::npos);
     EXPECT_NE(pass.find("workers: {enabled: false}"), std::string::npos);
