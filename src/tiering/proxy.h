@@ -19,6 +19,7 @@
 #include "tiering/fast_clock.h"
 #include "tiering/operations.h"
 #include "tiering/protocol.h"
+#include "tiering/read_promotions.h"
 #include "tiering/router.h"
 #include "tiering/state.h"
 #include "tiering/tier.h"
@@ -66,6 +67,8 @@ class Proxy {
     const net::Listener* listener() const { return listener_.get(); }
     asio::io_context& io() { return io_; }
     void killRemote(const std::vector<CursorEntry>& dropped);
+    /// Copies up, in the background and batched, what the archive answered `_id` reads of.
+    ReadPromotions& readPromotions() { return readPromotions_; }
     /// A logical session belongs to the first user that uses it: another
     /// user's command with it gets 13 (the tiers see every client session as
     /// the proxy's user, so they cannot tell them apart). Idle sessions are
@@ -114,6 +117,7 @@ class Proxy {
     UserCache users_;
     Tiers tiers_;
     SharedState state_;
+    ReadPromotions readPromotions_{io_, tiers_, state_};
     Router router_;
     CursorMap cursors_;
     TxnTable transactions_;

@@ -323,30 +323,10 @@ asio::awaitable<bson::Doc> ClientConnection::tieredRead(const CollectionPolicy& 
                     recent = ms > nowMillis() - p.horizon.count();
                 }
                 if (recent) {
-                    auto ns = p.ns;
-                    auto id = d.lookupId->copy();
-                    auto* proxy = &p_;
-                    std::optional<bson::Doc> read;
-                    if (epoch) read = bson::Doc::copyOf(v.get());
-                    asio::co_spawn(
-                        p_.io(),
-                        [proxy, ns, id = std::move(id), epoch,
-                         read = std::move(read)]() -> asio::awaitable<void> {
-                            StatusWith<int64_t> r = int64_t{0};
-                            if (read) {
-                                std::vector<bson::Doc> docs;
-                                docs.push_back(read->copy());
-                                r = co_await promoteDocs(proxy->tiers(), ns, *epoch, docs);
-                            } else {
-                                std::vector<Id> ids;
-                                ids.push_back(id.copy());
-                                r = co_await promoteIds(proxy->tiers(), ns, ids);
-                            }
-                            if (r.isOK())
-                                if (auto* pr = proxy->state().progress(ns))
-                                    pr->promoted += r.getValue();
-                        },
-                        asio::detached);
+                    if (epoch)
+                        p_.readPromotions().add(p.ns, *epoch, bson::Doc::copyOf(v.get()));
+                    else
+                        p_.readPromotions().addId(p.ns, d.lookupId->copy());
                 }
             }
         }

@@ -358,7 +358,7 @@ function num(v) {
  * A normalised view of haloclineStatus:
  *  {raw, reachable: {fast, archive}, role, feeder: {lagOps, lagSeconds, appliedTime},
  *   routing: {fast, archive}, hitRatio, coll(ns) -> {warmLow, warmDone, warmed, backlog,
- *   evicted, routing: {fast, archive, merged, cold}, hitRatio}}
+ *   evicted, routing: {fast, archive, merged, cold, promoted}, hitRatio}}
  */
 function statusView(raw) {
   const view = {
@@ -400,6 +400,7 @@ function statusView(raw) {
         archive: num(need(c, 'routing.archive', raw)),
         merged: num(need(c, 'routing.mergedReads', raw)),
         cold: num(need(c, 'routing.coldWrites', raw)),
+        promoted: num(need(c, 'routing.promoted', raw)),
       },
       hitRatio: c.hitRatio === null || c.hitRatio === undefined ? null : num(c.hitRatio),
     };

@@ -11,7 +11,7 @@ const { test, before, after, describe } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { MongoClient } = require('mongodb');
-const { startTiered, ProxyServer, show } = require('../lib/tiered');
+const { startTiered, ProxyServer, show, waitUntil } = require('../lib/tiered');
 const { expectServerError } = require('../lib/fixture');
 
 const NS = 'shop.orders';
@@ -441,4 +441,44 @@ test('a proof-routed cursor on the fast tier ends after half the clock-skew guar
   const getMore = { getMore: first.cursor.id, collection: 'orders', batchSize: 2 };
   const e = await expectServerError(client.db('shop').command(getMore), 43);
   assert.match(e.message, /clock-skew guard/, show(e));
+});
+
+test('concurrent _id reads answered by the archive copy each document up once, whole (batched in the background)', { timeout: 120_000 }, async () => {
+  // The warmer crawls (one document a second, newest first, through 30 newer decoys),
+  // so the documents read below reach the fast tier only by the reads' promotions.
+  const t2 = await startTiered({
+    collections: [NS], horizon: '30d',
+    extra: { workers: { warmer: { batchSize: 1, maxDocsPerSecond: 1 } } },
+    startProxy: false,
+  });
+  try {
+    const archive = await t2.tierClient('archive');
+    const now = Date.now();
+    const decoys = Array.from({ length: 30 }, (_, i) => ({ _id: `decoy-${i}`, date: new Date(now - 60_000 - i * 1000), cat: 0 }));
+    const docs = Array.from({ length: 200 }, (_, i) => ({ _id: `read-${i}`, date: new Date(now - 86_400_000 - i * 1000), cat: i % 3, v: i }));
+    await archive.db('shop').collection('orders').insertMany([...decoys, ...docs]);
+    await t2.startProxy();
+    await t2.waitHealthy();
+    const c = await t2.client({ maxPoolSize: 32 });
+    const o = c.db('shop').collection('orders');
+    const before = (await t2.status()).coll(NS).routing.promoted;
+    // Each document read twice at once, and a third of them also with another condition.
+    const reads = [];
+    for (const d of docs) {
+      reads.push(o.findOne({ _id: d._id }), o.findOne({ _id: d._id }));
+      if (d.v % 3 === 0) reads.push(o.findOne({ _id: d._id, cat: d.cat }));
+    }
+    const got = await Promise.all(reads);
+    assert.ok(got.every((d) => d && d._id.startsWith('read-')), 'a read missed its document');
+    const ids = docs.map((d) => d._id);
+    await waitUntil('every document read is in the fast tier', async () => (await t2.tierDocs('fast', NS, { _id: { $in: ids } })).length === ids.length);
+    const fast = (await t2.tierDocs('fast', NS, { _id: { $in: ids } })).sort((a, b) => a.v - b.v);
+    assert.deepEqual(fast, docs);
+    const promoted = (await t2.status()).coll(NS).routing.promoted - before;
+    assert.equal(promoted, ids.length, 'each document copied up exactly once');
+    // Copies of what the archive holds: no tombstone, guard or mark is left behind.
+    assert.deepEqual(await t2.tombstones(NS), []);
+  } finally {
+    await t2.cleanup();
+  }
 });
