@@ -703,20 +703,26 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(
 }
 
 /// Writes the pins (n += 1, at = now), durably. Retries write conflicts with
-/// the evictor's transaction on the same pin.
+/// the evictor's transaction on the same pin. One update command per id, all
+/// sent in one round trip: a store gives a write's thread back while it waits
+/// on a transaction only when nothing of its command has committed yet, and a
+/// command of several statements that waited on its thread held up every
+/// connection served there, the evictor's among them, whose transaction it was
+/// waiting for. One statement per command is also retried alone, never applied
+/// twice.
 asio::awaitable<Status> pinIds(Tiers& t, const std::string& ns, const std::vector<Id>& ids,
                                int delta) {
     if (ids.empty()) co_return Status::OK();
-    bson::Doc up;
-    BSON_APPEND_UTF8(up.mut(), "update", Metadata::kPins);
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
-    ArrayKey key;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        bson_t stmt, q, u, inc, set;
-        bson_append_document_begin(&arr, key(i), -1, &stmt);
+    std::vector<bson::Doc> cmds;
+    cmds.reserve(ids.size());
+    for (const Id& id : ids) {
+        bson::Doc up;
+        BSON_APPEND_UTF8(up.mut(), "update", Metadata::kPins);
+        bson_t arr, stmt, q, u, inc, set;
+        BSON_APPEND_ARRAY_BEGIN(up.mut(), "updates", &arr);
+        bson_append_document_begin(&arr, "0", -1, &stmt);
         BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
-        t.meta.appendTombstoneKey(&q, "_id", ns, ids[i]);
+        t.meta.appendTombstoneKey(&q, "_id", ns, id);
         bson_append_document_end(&stmt, &q);
         BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
         BSON_APPEND_DOCUMENT_BEGIN(&u, "$inc", &inc);
@@ -730,17 +736,27 @@ asio::awaitable<Status> pinIds(Tiers& t, const std::string& ns, const std::vecto
         bson_append_document_end(&stmt, &u);
         BSON_APPEND_BOOL(&stmt, "upsert", delta > 0);
         bson_append_document_end(&arr, &stmt);
+        bson_append_array_end(up.mut(), &arr);
+        appendMajority(up.mut());
+        BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+        cmds.push_back(std::move(up));
     }
-    bson_append_array_end(up.mut(), &arr);
-    BSON_APPEND_BOOL(up.mut(), "ordered", false);
-    appendMajority(up.mut());
-    BSON_APPEND_UTF8(up.mut(), "$db", t.meta.db.c_str());
+    std::vector<const bson_t*> pending;
+    for (auto& c : cmds) pending.push_back(c.get());
     Status last = Status::OK();
     for (int attempt = 0; attempt < 50; ++attempt) {
-        auto r = co_await t.fast.runOk(up.get());
-        if (r.isOK()) co_return Status::OK();
-        last = r.getStatus();
-        if (last.code() != ErrorCode::WriteConflict) co_return last;
+        auto r = co_await t.fast.runAll(pending);
+        if (!r.isOK()) co_return r.getStatus();
+        std::vector<const bson_t*> again;
+        for (size_t i = 0; i < pending.size(); ++i) {
+            Status s = replyStatus(r.getValue()[i].get());
+            if (s.isOK()) continue;
+            if (s.code() != ErrorCode::WriteConflict) co_return s;
+            last = s;
+            again.push_back(pending[i]);
+        }
+        if (again.empty()) co_return Status::OK();
+        pending = std::move(again);
         asio::steady_timer timer(co_await asio::this_coro::executor);
         timer.expires_after(std::chrono::milliseconds(2 + attempt));
         asio::error_code ec;
