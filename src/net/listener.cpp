@@ -243,27 +243,34 @@ asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler,
     FrameReader reader;
     if (firstHeader) reader.prepend(firstHeader, 4);
     bool first = true;
+    std::optional<Frame> next;  // an exhaust stream's next request
     while (true) {
-        asio::error_code ec = co_await reader.fill(stream, 4);
-        if (ec) break;
-        if (first && !tls_ && looksLikeTlsHandshake(reader.data())) {
-            // As mongod does: say why a TLS client gets nowhere here.
-            log::warning("network", 23007,
-                         "TLS handshake received but net.tls.mode is disabled; closing "
-                         "connection",
-                         fmt::format(R"({{"connectionId":{}}})", id));
-            break;
-        }
-        first = false;
-        int32_t len = reader.frameLength();
-        if (len < kMinFrame || len > kMaxFrame) {
-            log::warning("network", 22988, "Invalid message length; closing connection",
-                         fmt::format(R"({{"connectionId":{},"length":{}}})", id, len));
-            break;
-        }
         Frame frame;
-        ec = co_await reader.take(stream, static_cast<size_t>(len), &frame);
-        if (ec) break;
+        asio::error_code ec;
+        if (next) {
+            frame = std::move(*next);
+            next.reset();
+        } else {
+            ec = co_await reader.fill(stream, 4);
+            if (ec) break;
+            if (first && !tls_ && looksLikeTlsHandshake(reader.data())) {
+                // As mongod does: say why a TLS client gets nowhere here.
+                log::warning("network", 23007,
+                             "TLS handshake received but net.tls.mode is disabled; closing "
+                             "connection",
+                             fmt::format(R"({{"connectionId":{}}})", id));
+                break;
+            }
+            first = false;
+            int32_t len = reader.frameLength();
+            if (len < kMinFrame || len > kMaxFrame) {
+                log::warning("network", 22988, "Invalid message length; closing connection",
+                             fmt::format(R"({{"connectionId":{},"length":{}}})", id, len));
+                break;
+            }
+            ec = co_await reader.take(stream, static_cast<size_t>(len), &frame);
+            if (ec) break;
+        }
         HandlerResult r;
         try {
             r = co_await handler.onFrame(std::move(frame));
@@ -280,6 +287,7 @@ asio::awaitable<void> Listener::frameLoop(Stream& stream, FrameHandler& handler,
             if (ec) break;
         }
         if (r.closeConnection) break;
+        next = std::move(r.next);
     }
 }
 

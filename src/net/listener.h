@@ -34,6 +34,10 @@ struct ConnectionInfo {
 struct HandlerResult {
     std::optional<Frame> reply;  // nothing for moreToCome requests
     bool closeConnection = false;
+    /// A request the handler made itself, served next instead of reading one
+    /// (an exhaust stream: the reply said moreToCome, so the client sends
+    /// nothing until the stream ends).
+    std::optional<Frame> next = std::nullopt;
 };
 
 /// Per-connection protocol logic. Called from one coroutine at a time.

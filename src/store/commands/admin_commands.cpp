@@ -12,6 +12,7 @@
 
 #include "store/commands/auth_commands.h"
 #include "store/commands/command.h"
+#include "store/commands/write_path.h"
 #include "store/exec/cursor_manager.h"
 #include "store/repl/oplog.h"
 #include "store/rules/kill_sessions.h"
@@ -440,7 +441,15 @@ HALO_REGISTER_COMMAND(CommandSpec{{"commitTransaction"},
                                       CurrentOperation& cur = currentOperation();
                                       if (!cur.txn)
                                           return;  // a retried commit of a committed transaction
-                                      cur.sessions->commit(*cur.txn);
+                                      const int64_t bytes = transactionWriteBytes(*cur.txn);
+                                      try {
+                                          cur.sessions->commit(*cur.txn);
+                                      } catch (const DBException& e) {
+                                          // WiredTiger rolled the commit back.
+                                          if (e.code() == ErrorCode::WriteConflict)
+                                              throwIfTooLargeForCache(op.store, bytes);
+                                          throw;
+                                      }
                                   },
                                   true});
 

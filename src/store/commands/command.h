@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,7 @@ namespace halo::store {
 
 class Store;
 struct ClientState;
+struct WriteProgress;
 
 /// A command that wants to wait before answering (awaitable hello, getMore on
 /// an awaitData cursor) fills this instead of replying; the connection waits
@@ -35,6 +37,9 @@ struct Deferral {
     /// `requested`: it yielded on a write conflict (ConflictYield) and runs
     /// again after writeConflictDelay(writeConflicts), with this count in.
     int writeConflicts = 0;
+    /// In and out with writeConflicts: how far a write command's statements
+    /// got before it yielded (its next run resumes there).
+    std::shared_ptr<WriteProgress> progress;
 };
 
 /// Everything a command sees while it runs on one connection.

@@ -433,12 +433,6 @@ HALO_REGISTER_COMMAND(CommandSpec{{"killCursors"}, runKillCursors});
 
 // ---------------------------------------------------------------- writes
 
-struct WriteError {
-    int32_t index;
-    Status status;
-    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue, errInfo (ErrorWithInfo)
-};
-
 WriteError writeErrorFrom(int32_t index, const DBException& e) {
     WriteError w{index, e.status(), nullptr};
     if (auto* withInfo = dynamic_cast<const ErrorWithInfo*>(&e)) w.info = withInfo->info();
@@ -581,18 +575,20 @@ void runInsert(OperationContext& op, bson_t* reply) {
     CollectionLock lk(op.store.catalog());
     auto coll = op.store.catalog().lookup(ns);
     if (!coll) uasserted(ErrorCode::NamespaceNotFound, "collection dropped during insert");
-    std::vector<WriteError> errors;
-    int32_t n = 0, index = 0;
+    WriteProgress local;
+    WriteProgress& p = WriteProgress::of(op, local);
+    int32_t index = 0;
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
-    std::vector<bson::Doc> batch;
     while (bson_iter_next(&a)) {
         checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
+        if (!p.runs(i)) continue;
         if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
-            errors.push_back(
+            p.errors.push_back(
                 {i, Status(ErrorCode::TypeMismatch, "documents must be objects"), nullptr});
             if (ordered) break;
+            p.next = i + 1;
             continue;
         }
         uint32_t len;
@@ -602,13 +598,14 @@ void runInsert(OperationContext& op, bson_t* reply) {
         try {
             op.store.counters().insert++;
             if (!priorOutcome(op.store, i)) insertOne(op.store, ns, doc.get(), i);
-            ++n;
+            ++p.n;
         } catch (const DBException& e) {
-            if (recordWriteError(errors, i, e) || ordered) break;
+            if (recordWriteError(p.errors, i, e) || ordered) break;
         }
+        p.next = i + 1;
     }
-    BSON_APPEND_INT32(reply, "n", n);
-    appendWriteErrors(reply, errors);
+    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(p.n));
+    appendWriteErrors(reply, p.errors);
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{
@@ -933,19 +930,16 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                           "collation", "hint", "sampleId"});
     bool ordered = cmdarg::getBool(op.args, "ordered", true);
     BypassDocumentValidation bypass(cmdarg::getBool(op.args, "bypassDocumentValidation", false));
-    std::vector<WriteError> errors;
-    int64_t n = 0, nModified = 0;
+    WriteProgress local;
+    WriteProgress& p = WriteProgress::of(op, local);
     int32_t index = 0;
-    bson_t upserted;
-    bool anyUpsert = false;
-    bson::Doc upsertedArr;
     CommandLet let(op);
     bson_iter_t a;
     bson_iter_recurse(&it, &a);
-    int upsertCount = 0;
     while (bson_iter_next(&a)) {
         checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
+        if (!p.runs(i)) continue;
         try {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a))
                 uasserted(ErrorCode::TypeMismatch, "updates must be objects");
@@ -981,31 +975,28 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                                 haveAf ? &af : nullptr, multi, upsert, nullptr,
                                 hint.empty() ? nullptr : hint.get(), haveColl ? &coll : nullptr,
                                 false, i, let.context());
-            n += o.n;
-            nModified += o.nModified;
+            p.n += o.n;
+            p.nModified += o.nModified;
             if (o.upsertedId) {
-                ++n;
+                ++p.n;
                 bson_t e;
-                std::string key = std::to_string(upsertCount++);
-                BSON_APPEND_DOCUMENT_BEGIN(upsertedArr.mut(), key.c_str(), &e);
+                std::string key = std::to_string(p.upserts++);
+                BSON_APPEND_DOCUMENT_BEGIN(p.upserted.mut(), key.c_str(), &e);
                 BSON_APPEND_INT32(&e, "index", i);
                 bson_iter_t idIt;
                 bson::find(o.upsertedId->get(), "_id", &idIt);
                 bson::appendIter(&e, "_id", idIt);
-                bson_append_document_end(upsertedArr.mut(), &e);
-                anyUpsert = true;
+                bson_append_document_end(p.upserted.mut(), &e);
             }
         } catch (const DBException& e) {
-            if (recordWriteError(errors, i, e) || ordered) break;
+            if (recordWriteError(p.errors, i, e) || ordered) break;
         }
+        p.next = i + 1;
     }
-    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
-    BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(nModified));
-    if (anyUpsert) {
-        bson_append_array(reply, "upserted", -1, upsertedArr.get());
-    }
-    (void)upserted;
-    appendWriteErrors(reply, errors);
+    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(p.n));
+    BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(p.nModified));
+    if (p.upserts > 0) bson_append_array(reply, "upserted", -1, p.upserted.get());
+    appendWriteErrors(reply, p.errors);
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{
@@ -1091,8 +1082,8 @@ void runDelete(OperationContext& op, bson_t* reply) {
                   "BSON field 'delete.deletes' is missing but a required field");
     checkStatementFields(op, "deletes", {"q", "limit", "collation", "hint", "sampleId"});
     bool ordered = cmdarg::getBool(op.args, "ordered", true);
-    std::vector<WriteError> errors;
-    int64_t n = 0;
+    WriteProgress local;
+    WriteProgress& p = WriteProgress::of(op, local);
     int32_t index = 0;
     CommandLet let(op);
     bson_iter_t a;
@@ -1100,6 +1091,7 @@ void runDelete(OperationContext& op, bson_t* reply) {
     while (bson_iter_next(&a)) {
         checkForInterrupt();  // fails the command, not one statement
         int32_t i = index++;
+        if (!p.runs(i)) continue;
         try {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a))
                 uasserted(ErrorCode::TypeMismatch, "deletes must be objects");
@@ -1126,15 +1118,16 @@ void runDelete(OperationContext& op, bson_t* reply) {
             op.store.counters().del++;
             CollectionLock lk(op.store.catalog());
             std::optional<bson::Doc> boundQ = let.bind(&q);
-            n += deleteDocs(op.store, ns, boundQ ? boundQ->get() : &q, limit == 1, nullptr,
-                            hint.empty() ? nullptr : hint.get(), haveColl ? &coll : nullptr,
-                            nullptr, i);
+            p.n += deleteDocs(op.store, ns, boundQ ? boundQ->get() : &q, limit == 1, nullptr,
+                              hint.empty() ? nullptr : hint.get(), haveColl ? &coll : nullptr,
+                              nullptr, i);
         } catch (const DBException& e) {
-            if (recordWriteError(errors, i, e) || ordered) break;
+            if (recordWriteError(p.errors, i, e) || ordered) break;
         }
+        p.next = i + 1;
     }
-    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
-    appendWriteErrors(reply, errors);
+    BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(p.n));
+    appendWriteErrors(reply, p.errors);
 }
 
 HALO_REGISTER_COMMAND(CommandSpec{

@@ -35,6 +35,22 @@ ConflictYieldScope::~ConflictYieldScope() {
     tlConflictYield = outer_;
 }
 
+void ConflictYieldScope::statementStart() {
+    if (ConflictYieldScope* y = tlConflictYield) y->mark_ = y->durability_.commits();
+}
+
+WriteProgress& WriteProgress::of(OperationContext& op, WriteProgress& local) {
+    if (!op.deferral) return local;
+    if (!op.deferral->progress) op.deferral->progress = std::make_shared<WriteProgress>();
+    return *op.deferral->progress;
+}
+
+bool WriteProgress::runs(int32_t index) {
+    if (index < next) return false;
+    ConflictYieldScope::statementStart();
+    return true;
+}
+
 NoConflictYield::NoConflictYield() {
     if (tlConflictYield) ++tlConflictYield->suppressed_;
 }
@@ -48,11 +64,11 @@ bool waitOutWriteConflict(int attempt) {
     const int total = attempt + (y ? y->prior_ : 0);
     if (total > kMaxConflictRetries) return false;
     checkForInterrupt();
-    // Only when rerunning the whole command is the same as retrying this write:
-    // nothing of it committed, and no inner command's write (its own durability
-    // scope) is waiting.
+    // Only when running the command again from its current statement is the
+    // same as retrying this write: nothing of the statement committed, and no
+    // inner command's write (its own durability scope) is waiting.
     if (y && total >= kYieldAfterConflicts && y->suppressed_ == 0 &&
-        CommandDurability::current() == &y->durability_ && !y->durability_.committedAny())
+        CommandDurability::current() == &y->durability_ && y->durability_.commits() == y->mark_)
         throw ConflictYield{total + 1};
     writeConflictBackoff(total);
     return true;
@@ -80,7 +96,7 @@ CommandDurability* CommandDurability::current() {
 
 void CommandDurability::deferred(std::vector<Timestamp> ts) {
     const auto now = std::chrono::steady_clock::now();
-    committedAny_ = true;
+    ++commits_;
     if (pending_++ == 0) firstPending_ = now;
     entries_.insert(entries_.end(), ts.begin(), ts.end());
     if (pending_ >= kMaxStatements || now - firstPending_ >= kMaxHold) flush();
@@ -102,9 +118,13 @@ void CommandDurability::flush() {
     wtCheck(s->get()->log_flush(s->get(), "sync=on"), "log_flush");
 }
 
-void throwIfTooLargeForCache(Store& store, const SessionState& txn) {
-    int64_t bytes = 0;  // what the transaction wrote (its buffered oplog entries)
+int64_t transactionWriteBytes(const SessionState& txn) {
+    int64_t bytes = 0;  // its buffered oplog entries
     for (const auto& e : txn.txnOps) bytes += e.o.size() + (e.o2 ? e.o2->size() : 0);
+    return bytes;
+}
+
+void throwIfTooLargeForCache(Store& store, int64_t bytes) {
     // Below 15% of the smallest cache the store opens (1 MiB) no cache is too small:
     // an ordinary conflict, answered without reading the statistics.
     if (bytes * 100 < (int64_t{1} << 20) * 15) return;

@@ -63,8 +63,8 @@ class CommandDurability {
     /// A write committed without a sync; `ts` are its oplog entries.
     void deferred(std::vector<Timestamp> ts);
 
-    /// Whether a write of this command committed (durable yet or not).
-    bool committedAny() const { return committedAny_; }
+    /// How many writes of this command committed (durable yet or not).
+    uint64_t commits() const { return commits_; }
 
     static constexpr size_t kMaxStatements = 128;
     static constexpr std::chrono::milliseconds kMaxHold{5};
@@ -72,20 +72,46 @@ class CommandDurability {
   private:
     Store& store_;
     CommandDurability* outer_;
-    bool committedAny_ = false;
+    uint64_t commits_ = 0;
     size_t pending_ = 0;
     std::chrono::steady_clock::time_point firstPending_;
     std::vector<Timestamp> entries_;
 };
 
 /// Thrown by a write command's write that keeps conflicting with another
-/// transaction's uncommitted write, before any write of the command committed:
-/// the command gives its thread back (the thread serves several connections,
-/// maybe the very transaction it waits for) and its connection runs it again
-/// after writeConflictDelay(attempts), on a timer (Deferral::writeConflicts).
+/// transaction's uncommitted write, before any write of its statement
+/// committed: the command gives its thread back (the thread serves several
+/// connections, maybe the very transaction it waits for) and its connection
+/// runs it again after writeConflictDelay(attempts), on a timer
+/// (Deferral::writeConflicts), from that statement on (WriteProgress).
 /// Not a DBException, so no statement records it as its write error.
 struct ConflictYield {
     int attempts;  // write conflicts so far, over every run of the command
+};
+
+/// One statement's error in a write command's reply (writeErrors).
+struct WriteError {
+    int32_t index;
+    Status status;
+    std::shared_ptr<const bson::Doc> info;  // keyPattern/keyValue, errInfo (ErrorWithInfo)
+};
+
+/// A write command's statements done so far and their part of the reply. It
+/// outlives a ConflictYield (Deferral::progress): the next run skips the
+/// statements before `next`, which committed, instead of applying them twice.
+struct WriteProgress {
+    int32_t next = 0;  // the first statement not done
+    int64_t n = 0;
+    int64_t nModified = 0;
+    int32_t upserts = 0;
+    bson::Doc upserted;  // the reply's `upserted` array so far
+    std::vector<WriteError> errors;
+
+    /// The command's record, kept across its runs (`local` when it cannot yield).
+    static WriteProgress& of(OperationContext& op, WriteProgress& local);
+    /// Whether statement `index` still has to run; if so, a write conflict
+    /// from here on may yield the thread (ConflictYieldScope::statementStart).
+    bool runs(int32_t index);
 };
 
 /// While a client's write command (insert, update, delete, findAndModify) runs
@@ -100,10 +126,16 @@ class ConflictYieldScope {
     ConflictYieldScope(const ConflictYieldScope&) = delete;
     ConflictYieldScope& operator=(const ConflictYieldScope&) = delete;
 
+    /// The command's statements before this one are recorded in its
+    /// WriteProgress: a conflict from here on may yield (rather than only
+    /// before the command's first commit).
+    static void statementStart();
+
   private:
     friend bool waitOutWriteConflict(int attempt);
     friend class NoConflictYield;
     const CommandDurability& durability_;
+    uint64_t mark_ = 0;  // durability_.commits() when the current statement began
     int prior_;
     int suppressed_ = 0;
     ConflictYieldScope* outer_;
@@ -128,7 +160,10 @@ bool waitOutWriteConflict(int attempt);
 /// 0.75 of the 20% dirty trigger), a retry could never fit either, so it fails
 /// with TransactionTooLargeForCache (388, no TransientTransactionError label)
 /// instead of a WriteConflict the driver would retry forever.
-void throwIfTooLargeForCache(Store& store, const SessionState& txn);
+/// `bytes`: what the transaction wrote (transactionWriteBytes), also checked
+/// when its commit is rolled back.
+void throwIfTooLargeForCache(Store& store, int64_t bytes);
+int64_t transactionWriteBytes(const SessionState& txn);
 
 /// Runs `fn(session, oplogUnit)` in a storage transaction, retrying on
 /// WriteConflict as mongod does for single-document writes; the data change
@@ -143,7 +178,8 @@ auto runWriteTxn(Store& store, Fn&& fn) {
         try {
             return fn(*txn->wtSession, unit);
         } catch (const DBException& e) {
-            if (e.code() == ErrorCode::WriteConflict) throwIfTooLargeForCache(store, *txn);
+            if (e.code() == ErrorCode::WriteConflict)
+                throwIfTooLargeForCache(store, transactionWriteBytes(*txn));
             throw;
         }
     }

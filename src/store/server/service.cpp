@@ -48,7 +48,8 @@ asio::awaitable<net::HandlerResult> ServiceConnection::onFrame(net::Frame frame)
                 asio::error_code ec;
                 co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
             }
-            deferral = Deferral{.writeConflicts = deferral.writeConflicts};
+            deferral = Deferral{.writeConflicts = deferral.writeConflicts,
+                                .progress = std::move(deferral.progress)};
             r = handle(frame, &deferral, false);
             continue;
         }
@@ -119,6 +120,7 @@ net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame,
     bson::Doc reply;
     auto msw = wire::parseOpMsg(frame);
     bool moreToCome = false;
+    std::optional<bson::Doc> exhaustCmd;  // the command, when it may stream
     if (!msw.isOK()) {
         appendError(reply.mut(), msw.getStatus());
     } else {
@@ -134,12 +136,48 @@ net::HandlerResult ServiceConnection::handleMsg(std::span<const uint8_t> frame,
             std::string_view db = bson_iter_utf8(&it, nullptr);
             store_.runCommand(client_, db, args, reply.mut(), deferral, finalAttempt);
             if (deferral->requested) return {std::nullopt, false};
+            if ((msg.flags & wire::kExhaustAllowed) && !moreToCome) exhaustCmd = std::move(cmd);
         }
     }
     if (client_.closeConnection) return {std::nullopt, true};  // a fail point: no reply
     if (moreToCome) return {std::nullopt, false};
-    auto out = wire::buildOpMsg(nextResponseId_++, h.requestId, reply.get());
-    return {maybeCompress(std::move(out), replyCompressor), false};
+    const int32_t replyId = nextResponseId_++;
+    std::optional<bson::Doc> next;
+    if (exhaustCmd) next = nextExhaustRequest(exhaustCmd->get(), reply.get());
+    auto out = wire::buildOpMsg(replyId, h.requestId, reply.get(), next ? wire::kMoreToCome : 0);
+    net::HandlerResult r{maybeCompress(std::move(out), replyCompressor), false};
+    if (next) {
+        // The stream's next request answers to this reply, as mongod's do.
+        r.next = maybeCompress(wire::buildOpMsg(replyId, 0, next->get(), wire::kExhaustAllowed),
+                               replyCompressor);
+    }
+    return r;
+}
+
+std::optional<bson::Doc> ServiceConnection::nextExhaustRequest(const bson_t* cmd,
+                                                               const bson_t* reply) {
+    // Only an awaitable hello streams (mongod's exhaust getMore is not served:
+    // its reply never says moreToCome, which ends the stream at once).
+    bson_iter_t it;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) return std::nullopt;
+    std::string_view name = bson_iter_key(&it);
+    if (name != "hello" && name != "isMaster" && name != "ismaster") return std::nullopt;
+    bson_t tv;
+    bson_iter_t ok;
+    if (!bson_has_field(cmd, "maxAwaitTimeMS") || !bson_has_field(cmd, "topologyVersion") ||
+        !bson::subDocument(reply, "topologyVersion", &tv) || !bson::find(reply, "ok", &ok) ||
+        !bson::isTruthy(*bson_iter_value(&ok)))
+        return std::nullopt;
+    // The same command, waiting on the topologyVersion just sent.
+    bson::Doc next;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        if (std::string_view(bson_iter_key(&it)) == "topologyVersion")
+            BSON_APPEND_DOCUMENT(next.mut(), "topologyVersion", &tv);
+        else
+            bson_append_iter(next.mut(), bson_iter_key(&it), -1, &it);
+    }
+    return next;
 }
 
 net::HandlerResult ServiceConnection::handleQuery(std::span<const uint8_t> frame,

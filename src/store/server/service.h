@@ -23,6 +23,9 @@ class ServiceConnection : public net::FrameHandler {
                                  Deferral* deferral, bool finalAttempt);
     net::HandlerResult handleQuery(std::span<const uint8_t> frame, const wire::Header& h,
                                    std::optional<wire::Compressor> replyCompressor);
+    /// An exhaust stream's next command after `reply` (an awaitable hello
+    /// sent with exhaustAllowed and answered ok), or nullopt: no stream.
+    static std::optional<bson::Doc> nextExhaustRequest(const bson_t* cmd, const bson_t* reply);
     net::Frame maybeCompress(net::Frame frame, std::optional<wire::Compressor> c);
 
     Store& store_;

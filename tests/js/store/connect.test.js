@@ -132,3 +132,21 @@ test('a closed client does not disturb others', async () => {
   const r = await ctx.client.db('admin').command({ ping: 1 });
   assert.equal(r.ok, 1);
 });
+
+test("the driver's streaming monitor keeps the server known: heartbeats stream, none fails", async () => {
+  const client = new MongoClient(ctx.server.uri(), { ...CLIENT_DEFAULTS, heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream' });
+  let awaited = 0;
+  const streamed = new Promise((resolve, reject) => {
+    client.on('serverHeartbeatFailed', (e) => reject(new Error(`a heartbeat failed: ${e.failure?.message}`)));
+    client.on('serverHeartbeatSucceeded', (e) => {
+      if (e.awaited && ++awaited === 3) resolve();
+    });
+  });
+  try {
+    await client.connect();
+    await streamed; // three replies of one stream, each after the server's wait
+    assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+  } finally {
+    await client.close();
+  }
+});

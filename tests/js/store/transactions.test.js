@@ -259,6 +259,70 @@ test('a write waiting on an open transaction frees its thread: the transaction c
   }
 });
 
+test('a multi-statement write waiting on an open transaction after its first statement committed frees its thread and resumes there', { timeout: 30_000 }, async () => {
+  // One command thread, as above. The first statement commits before the
+  // second meets the transaction's write: the command cannot start over (that
+  // would apply the first twice), and it must not sleep on the thread either.
+  const one = await startStore({ replSet: 'rs0', extraArgs: ['--threads', '1'] });
+  const c = new MongoClient(one.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
+  try {
+    await c.connect();
+    const name = collName();
+    const coll = c.db('tx').collection(name);
+    await coll.insertOne({ _id: 1, v: 0, n: 0 });
+    const waitFor = async (what) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const ops = await c.db('admin').aggregate([{ $currentOp: {} }, { $match: { ns: `tx.${name}`, op: what } }]).toArray();
+        if (ops.length > 0) return;
+        assert.ok(Date.now() < deadline, `the waiting ${what} never showed in $currentOp`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    // update: an upsert commits, then the second statement waits.
+    let s = c.startSession();
+    s.startTransaction();
+    await coll.updateOne({ _id: 1 }, { $set: { v: 1 } }, { session: s });
+    const updating = coll.bulkWrite(
+      [
+        { updateOne: { filter: { _id: 0 }, update: { $inc: { n: 1 } }, upsert: true } },
+        { updateOne: { filter: { _id: 1 }, update: { $inc: { n: 1 } } } },
+      ],
+      { ordered: true },
+    );
+    await waitFor('update');
+    await s.commitTransaction();
+    await s.endSession();
+    const u = await updating;
+    assert.equal(u.upsertedCount, 1);
+    assert.deepEqual(u.upsertedIds, { 0: 0 });
+    assert.equal(u.matchedCount, 1);
+    assert.equal(u.modifiedCount, 1);
+    assert.deepEqual(await coll.find({ _id: { $in: [0, 1] } }).sort({ _id: 1 }).toArray(), [
+      { _id: 0, n: 1 }, // applied once
+      { _id: 1, v: 1, n: 1 },
+    ]);
+    // insert: the second document's _id is the transaction's own insert.
+    s = c.startSession();
+    s.startTransaction();
+    await coll.insertOne({ _id: 5, by: 'txn' }, { session: s });
+    const inserting = coll.insertMany([{ _id: 4 }, { _id: 5 }, { _id: 6 }], { ordered: false }).then(
+      () => assert.fail('the insert of _id 5 must fail'),
+      (e) => e,
+    );
+    await waitFor('insert');
+    await s.commitTransaction();
+    await s.endSession();
+    const e = await inserting;
+    assert.equal(e.result.insertedCount, 2, String(e));
+    assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[1, 11000]]);
+    assert.deepEqual(await coll.find({ _id: { $gte: 4 } }).sort({ _id: 1 }).toArray(), [{ _id: 4 }, { _id: 5, by: 'txn' }, { _id: 6 }]);
+  } finally {
+    await c.close();
+    await one.cleanup();
+  }
+});
+
 test('killSessions, killAllSessions and killAllSessionsByPattern end what the sessions have in flight: transactions, cursors, waiting operations', { timeout: 60_000 }, async () => {
   const name = collName();
   const conns = await Promise.all([0, 1, 2].map(() => RawConnection.connect(server.port)));

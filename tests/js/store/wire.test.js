@@ -409,3 +409,48 @@ test('names and command names of invalid UTF-8 are refused, and no reply carries
     c.destroy();
   }
 });
+
+test('an awaitable hello with exhaustAllowed streams replies flagged moreToCome, each answering the last', async () => {
+  const c = await W.RawConnection.connect(server.port);
+  try {
+    const { topologyVersion } = await c.command({ hello: 1, $db: 'admin' });
+    assert.ok(topologyVersion, 'hello reports a topologyVersion');
+    const req = W.opMsg({ hello: 1, topologyVersion, maxAwaitTimeMS: 20, $db: 'admin' }, { flags: W.MSG_FLAGS.exhaustAllowed });
+    await c.send(req);
+    let answers = req.readInt32LE(4);
+    for (let i = 0; i < 3; i++) {
+      const r = await c.next();
+      assert.ok(!r.closed, `reply ${i}: connection closed`);
+      assert.equal(r.doc.ok, 1);
+      assert.equal(r.responseTo, answers, `reply ${i} answers the request, then each the reply before`);
+      assert.ok(r.flags & W.MSG_FLAGS.moreToCome, `reply ${i} is flagged moreToCome`);
+      assert.deepEqual(r.doc.topologyVersion, topologyVersion);
+      answers = r.requestId;
+    }
+  } finally {
+    c.destroy();
+  }
+  await assertHealthy();
+});
+
+test('a hello that cannot stream gets one reply without moreToCome, exhaustAllowed or not', async () => {
+  const c = await W.RawConnection.connect(server.port);
+  try {
+    // Not awaitable (no topologyVersion): answered at once, once.
+    const plain = W.opMsg({ hello: 1, $db: 'admin' }, { flags: W.MSG_FLAGS.exhaustAllowed });
+    await c.send(plain);
+    const r = await c.next();
+    assert.equal(r.responseTo, plain.readInt32LE(4));
+    assert.equal(r.flags & W.MSG_FLAGS.moreToCome, 0);
+    // Awaitable but without exhaustAllowed: one reply after the wait.
+    const awaited = W.opMsg({ hello: 1, topologyVersion: r.doc.topologyVersion, maxAwaitTimeMS: 20, $db: 'admin' });
+    await c.send(awaited);
+    const a = await c.next();
+    assert.equal(a.responseTo, awaited.readInt32LE(4));
+    assert.equal(a.flags & W.MSG_FLAGS.moreToCome, 0);
+    // Nothing else arrives unasked: the next reply answers the next request.
+    assert.equal((await c.command(ping)).ok, 1);
+  } finally {
+    c.destroy();
+  }
+});
