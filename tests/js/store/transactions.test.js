@@ -223,11 +223,15 @@ test('a getMore must come from the session and transaction that opened the curso
   }
 });
 
-test('a write waiting on an open transaction frees its thread: the transaction commits on that thread', { timeout: 30_000 }, async () => {
-  // One command thread: the transaction's connection and the waiting writer's
-  // share it. A writer that slept on its thread until the transaction ended
-  // would keep commitTransaction (and currentOp) from running until the
-  // transaction lifetime limit aborted it.
+/**
+ * Runs `fn(c, coll, waitFor)` against a store with one command thread, where
+ * the transaction's connection and a waiting writer's share it: a writer that
+ * slept on its thread until the transaction ended would keep commitTransaction
+ * (and currentOp) from running until the transaction lifetime limit aborted it.
+ * `coll` holds {_id: 1, v: 0, n: 0}; `waitFor(op)` returns once an operation of
+ * that kind on `coll` shows in $currentOp.
+ */
+async function withOneThread(fn) {
   const one = await startStore({ replSet: 'rs0', extraArgs: ['--threads', '1'] });
   const c = new MongoClient(one.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
   try {
@@ -235,50 +239,42 @@ test('a write waiting on an open transaction frees its thread: the transaction c
     const name = collName();
     const coll = c.db('tx').collection(name);
     await coll.insertOne({ _id: 1, v: 0, n: 0 });
+    const waitFor = async (op) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const ops = await c.db('admin').aggregate([{ $currentOp: {} }, { $match: { ns: `tx.${name}`, op } }]).toArray();
+        if (ops.length > 0) return;
+        assert.ok(Date.now() < deadline, `the waiting ${op} never showed in $currentOp`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    await fn(c, coll, waitFor);
+  } finally {
+    await c.close();
+    await one.cleanup();
+  }
+}
+
+test('a write waiting on an open transaction frees its thread: the transaction commits on that thread', { timeout: 30_000 }, () =>
+  withOneThread(async (c, coll, waitFor) => {
     const s = c.startSession();
     s.startTransaction();
     await coll.updateOne({ _id: 1 }, { $set: { v: 1 } }, { session: s });
     const waiting = coll.updateOne({ _id: 1 }, { $inc: { n: 1 } });
-    // The writer has reached the document and waits on the transaction's write.
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const ops = await c.db('admin').aggregate([{ $currentOp: {} }, { $match: { ns: `tx.${name}`, op: 'update' } }]).toArray();
-      if (ops.length > 0) break;
-      assert.ok(Date.now() < deadline, 'the waiting update never showed in $currentOp');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await waitFor('update'); // the writer has reached the document and waits on the transaction's write
     await s.commitTransaction();
     await s.endSession();
     const r = await waiting;
     assert.equal(r.modifiedCount, 1);
     // It applied after the transaction, to the committed version.
     assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1, v: 1, n: 1 });
-  } finally {
-    await c.close();
-    await one.cleanup();
-  }
-});
+  }));
 
-test('a multi-statement write waiting on an open transaction after its first statement committed frees its thread and resumes there', { timeout: 30_000 }, async () => {
-  // One command thread, as above. The first statement commits before the
-  // second meets the transaction's write: the command cannot start over (that
-  // would apply the first twice), and it must not sleep on the thread either.
-  const one = await startStore({ replSet: 'rs0', extraArgs: ['--threads', '1'] });
-  const c = new MongoClient(one.uri({ replicaSet: 'rs0', directConnection: 'false' }), { serverSelectionTimeoutMS: 10000 });
-  try {
-    await c.connect();
-    const name = collName();
-    const coll = c.db('tx').collection(name);
-    await coll.insertOne({ _id: 1, v: 0, n: 0 });
-    const waitFor = async (what) => {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const ops = await c.db('admin').aggregate([{ $currentOp: {} }, { $match: { ns: `tx.${name}`, op: what } }]).toArray();
-        if (ops.length > 0) return;
-        assert.ok(Date.now() < deadline, `the waiting ${what} never showed in $currentOp`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    };
+test('a multi-statement write waiting on an open transaction after its first statement committed frees its thread and resumes there', { timeout: 30_000 }, () =>
+  // The first statement commits before the second meets the transaction's
+  // write: the command cannot start over (that would apply the first twice),
+  // and it must not sleep on the thread either.
+  withOneThread(async (c, coll, waitFor) => {
     // update: an upsert commits, then the second statement waits.
     let s = c.startSession();
     s.startTransaction();
@@ -317,11 +313,7 @@ test('a multi-statement write waiting on an open transaction after its first sta
     assert.equal(e.result.insertedCount, 2, String(e));
     assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[1, 11000]]);
     assert.deepEqual(await coll.find({ _id: { $gte: 4 } }).sort({ _id: 1 }).toArray(), [{ _id: 4 }, { _id: 5, by: 'txn' }, { _id: 6 }]);
-  } finally {
-    await c.close();
-    await one.cleanup();
-  }
-});
+  }));
 
 test('killSessions, killAllSessions and killAllSessionsByPattern end what the sessions have in flight: transactions, cursors, waiting operations', { timeout: 60_000 }, async () => {
   const name = collName();
