@@ -346,7 +346,20 @@ HALO_REGISTER_COMMAND(CommandSpec{
                           e.connStat(WT_STAT_CONN_CACHE_BYTES_WRITE));
         BSON_APPEND_INT64(&cache, "pages currently held in the cache",
                           e.connStat(WT_STAT_CONN_CACHE_PAGES_INUSE));
+        // Command threads pulled into eviction: the cache's dirty data passed
+        // its trigger (each command then pays for writing pages back).
+        BSON_APPEND_INT64(&cache, "pages evicted by application threads",
+                          e.connStat(WT_STAT_CONN_CACHE_EVICTION_APP));
+        BSON_APPEND_INT64(&cache, "modified pages evicted by application threads",
+                          e.connStat(WT_STAT_CONN_CACHE_EVICTION_APP_DIRTY));
         bson_append_document_end(&wt, &cache);
+        bson_t yield;
+        BSON_APPEND_DOCUMENT_BEGIN(&wt, "thread-yield", &yield);
+        BSON_APPEND_INT64(&yield, "application thread time evicting (usecs)",
+                          e.connStat(WT_STAT_CONN_APPLICATION_EVICT_TIME));
+        BSON_APPEND_INT64(&yield, "application thread time waiting for cache (usecs)",
+                          e.connStat(WT_STAT_CONN_APPLICATION_CACHE_TIME));
+        bson_append_document_end(&wt, &yield);
         bson_append_document_end(r, &wt);
         appendTcmalloc(r);
         BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &metrics);

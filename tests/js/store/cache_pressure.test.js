@@ -69,4 +69,10 @@ test('ordinary writes many times the cache size succeed under the pressure and a
   const r = await coll.updateMany({}, { $set: { touched: true } });
   assert.equal(r.modifiedCount, n);
   assert.equal(await coll.countDocuments({ touched: true }), n);
+  // serverStatus shows what the pressure cost the commands, as mongod's does.
+  const { wiredTiger: wt } = await client.db('admin').command({ serverStatus: 1 });
+  assert.ok(wt.cache['pages evicted by application threads'] > 0, JSON.stringify(wt));
+  assert.ok(wt.cache['modified pages evicted by application threads'] >= 0, JSON.stringify(wt));
+  assert.ok(wt['thread-yield']['application thread time evicting (usecs)'] > 0, JSON.stringify(wt));
+  assert.ok(wt['thread-yield']['application thread time waiting for cache (usecs)'] >= 0, JSON.stringify(wt));
 });
