@@ -704,12 +704,9 @@ asio::awaitable<StatusWith<std::vector<bson::Doc>>> matchingIds(
 
 /// Writes the pins (n += 1, at = now), durably. Retries write conflicts with
 /// the evictor's transaction on the same pin. One update command per id, all
-/// sent in one round trip: a store gives a write's thread back while it waits
-/// on a transaction only when nothing of its command has committed yet, and a
-/// command of several statements that waited on its thread held up every
-/// connection served there, the evictor's among them, whose transaction it was
-/// waiting for. One statement per command is also retried alone, never applied
-/// twice.
+/// sent in one round trip: each is retried alone, never applied twice, and no
+/// tier has to resume a command of several statements half done (CONSISTENCY.md,
+/// Pins).
 asio::awaitable<Status> pinIds(Tiers& t, const std::string& ns, const std::vector<Id>& ids,
                                int delta) {
     if (ids.empty()) co_return Status::OK();
