@@ -981,12 +981,13 @@ void runUpdate(OperationContext& op, bson_t* reply) {
                 ++p.n;
                 bson_t e;
                 std::string key = std::to_string(p.upserts++);
-                BSON_APPEND_DOCUMENT_BEGIN(p.upserted.mut(), key.c_str(), &e);
+                if (!p.upserted) p.upserted.emplace();
+                BSON_APPEND_DOCUMENT_BEGIN(p.upserted->mut(), key.c_str(), &e);
                 BSON_APPEND_INT32(&e, "index", i);
                 bson_iter_t idIt;
                 bson::find(o.upsertedId->get(), "_id", &idIt);
                 bson::appendIter(&e, "_id", idIt);
-                bson_append_document_end(p.upserted.mut(), &e);
+                bson_append_document_end(p.upserted->mut(), &e);
             }
         } catch (const DBException& e) {
             if (recordWriteError(p.errors, i, e) || ordered) break;
@@ -995,7 +996,7 @@ void runUpdate(OperationContext& op, bson_t* reply) {
     }
     BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(p.n));
     BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(p.nModified));
-    if (p.upserts > 0) bson_append_array(reply, "upserted", -1, p.upserted.get());
+    if (p.upserted) bson_append_array(reply, "upserted", -1, p.upserted->get());
     appendWriteErrors(reply, p.errors);
 }
 

@@ -26,8 +26,11 @@ constexpr int kYieldAfterConflicts = 10;
 constexpr int kMaxConflictRetries = 10000;
 }  // namespace
 
-ConflictYieldScope::ConflictYieldScope(const CommandDurability& durability, int priorConflicts)
-    : durability_(durability), prior_(priorConflicts), outer_(tlConflictYield) {
+ConflictYieldScope::ConflictYieldScope(const CommandDurability& durability, Deferral& deferral)
+    : durability_(durability),
+      deferral_(deferral),
+      prior_(deferral.writeConflicts),
+      outer_(tlConflictYield) {
     tlConflictYield = this;
 }
 
@@ -35,19 +38,21 @@ ConflictYieldScope::~ConflictYieldScope() {
     tlConflictYield = outer_;
 }
 
-void ConflictYieldScope::statementStart() {
-    if (ConflictYieldScope* y = tlConflictYield) y->mark_ = y->durability_.commits();
+void ConflictYieldScope::statementStart(WriteProgress* progress) {
+    if (ConflictYieldScope* y = tlConflictYield) {
+        y->mark_ = y->durability_.commits();
+        y->progress_ = progress;
+    }
 }
 
 WriteProgress& WriteProgress::of(OperationContext& op, WriteProgress& local) {
-    if (!op.deferral) return local;
-    if (!op.deferral->progress) op.deferral->progress = std::make_shared<WriteProgress>();
-    return *op.deferral->progress;
+    if (op.deferral && op.deferral->progress) return *op.deferral->progress;
+    return local;
 }
 
 bool WriteProgress::runs(int32_t index) {
     if (index < next) return false;
-    ConflictYieldScope::statementStart();
+    ConflictYieldScope::statementStart(this);
     return true;
 }
 
@@ -68,8 +73,12 @@ bool waitOutWriteConflict(int attempt) {
     // same as retrying this write: nothing of the statement committed, and no
     // inner command's write (its own durability scope) is waiting.
     if (y && total >= kYieldAfterConflicts && y->suppressed_ == 0 &&
-        CommandDurability::current() == &y->durability_ && y->durability_.commits() == y->mark_)
+        CommandDurability::current() == &y->durability_ && y->durability_.commits() == y->mark_) {
+        // The statements done outlive this run: the next resumes after them.
+        if (y->progress_ && y->progress_ != y->deferral_.progress.get())
+            y->deferral_.progress = std::make_shared<WriteProgress>(std::move(*y->progress_));
         throw ConflictYield{total + 1};
+    }
     writeConflictBackoff(total);
     return true;
 }

@@ -2,6 +2,7 @@
 // Shared plumbing for commands that touch collections: the DDL lock dance
 // for implicit creation, a retrying write transaction, and cursor batches.
 #include <chrono>
+#include <optional>
 #include <shared_mutex>
 
 #include "store/commands/command.h"
@@ -104,10 +105,11 @@ struct WriteProgress {
     int64_t n = 0;
     int64_t nModified = 0;
     int32_t upserts = 0;
-    bson::Doc upserted;  // the reply's `upserted` array so far
+    std::optional<bson::Doc> upserted;  // the reply's `upserted` array so far
     std::vector<WriteError> errors;
 
-    /// The command's record, kept across its runs (`local` when it cannot yield).
+    /// The record an earlier run left (the command yielded), else `local`: it
+    /// is kept (moved to Deferral::progress) only when the command yields.
     static WriteProgress& of(OperationContext& op, WriteProgress& local);
     /// Whether statement `index` still has to run; if so, a write conflict
     /// from here on may yield the thread (ConflictYieldScope::statementStart).
@@ -121,7 +123,7 @@ struct WriteProgress {
 /// (a step with an effect outside its storage transaction).
 class ConflictYieldScope {
   public:
-    ConflictYieldScope(const CommandDurability& durability, int priorConflicts);
+    ConflictYieldScope(const CommandDurability& durability, Deferral& deferral);
     ~ConflictYieldScope();
     ConflictYieldScope(const ConflictYieldScope&) = delete;
     ConflictYieldScope& operator=(const ConflictYieldScope&) = delete;
@@ -129,13 +131,15 @@ class ConflictYieldScope {
     /// The command's statements before this one are recorded in its
     /// WriteProgress: a conflict from here on may yield (rather than only
     /// before the command's first commit).
-    static void statementStart();
+    static void statementStart(WriteProgress* progress);
 
   private:
     friend bool waitOutWriteConflict(int attempt);
     friend class NoConflictYield;
     const CommandDurability& durability_;
     uint64_t mark_ = 0;  // durability_.commits() when the current statement began
+    Deferral& deferral_;
+    WriteProgress* progress_ = nullptr;  // the command's, from its current statement on
     int prior_;
     int suppressed_ = 0;
     ConflictYieldScope* outer_;

@@ -441,7 +441,7 @@ void Store::runCommand(ClientState& client, std::string_view db, const bson::Fie
     CommandDurability durability(*this);
     std::optional<ConflictYieldScope> yieldOnConflict;
     if (spec->yieldsOnWriteConflict && deferral && !client.internal)
-        yieldOnConflict.emplace(durability, deferral->writeConflicts);
+        yieldOnConflict.emplace(durability, *deferral);
     try {
         gossipClusterTime(args);
         runWithSession(op, *spec, &body);
