@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     store->add_flag("--directIO", so.directIO,
                     "Use direct I/O for data files (bypass the OS page cache)");
+    store->add_option("--wiredTigerEngineConfigString", so.wtEngineConfigString,
+                      "WiredTiger configuration appended to the store's own (as mongod), "
+                      "e.g. eviction_dirty_target=30,eviction_dirty_trigger=60");
     store->add_option("--logpath", so.logPath, "Log file (default: stdout)");
     store->add_flag("--verbose,-v", so.verbose, "Debug logging");
     store->add_option("--replSet", so.replSet, "Replica set name (single-member replica set)");

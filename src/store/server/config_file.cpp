@@ -66,6 +66,7 @@ bool applyRoot(YAML::Node root, StoreOptions& o, const FlagGiven& given, std::st
             if (auto ec = wt["engineConfig"]) {
                 set("--wiredTigerCacheSizeGB", o.cacheSizeGB, ec["cacheSizeGB"]);
                 set("--directIO", o.directIO, ec["directIO"]);
+                set("--wiredTigerEngineConfigString", o.wtEngineConfigString, ec["configString"]);
             }
             if (auto cc = wt["collectionConfig"])
                 set("--wiredTigerCollectionBlockCompressor", o.blockCompressor,

@@ -20,6 +20,9 @@ struct StoreOptions {
     double cacheSizeGB = 0.25;
     std::string blockCompressor = "snappy";  // snappy | zlib | none
     bool directIO = false;
+    // --wiredTigerEngineConfigString / storage.wiredTiger.engineConfig.configString,
+    // as mongod: appended to wiredtiger_open's configuration, so it overrides ours.
+    std::string wtEngineConfigString;
     std::string logPath;  // empty: stdout
     bool verbose = false;
     std::string replSet;  // empty: standalone

@@ -140,6 +140,7 @@ StatusWith<std::unique_ptr<Engine>> Engine::open(const StoreOptions& opts) {
         "extensions=[{},{}],file_manager=(close_idle_time=100000)",
         cacheMB, HALO_WT_SNAPPY_EXT, HALO_WT_ZLIB_EXT);
     if (opts.directIO) config += ",direct_io=[data]";
+    if (!opts.wtEngineConfigString.empty()) config += "," + opts.wtEngineConfigString;
     std::filesystem::create_directories(std::filesystem::path(opts.dbPath) / "journal", ec);
     WT_CONNECTION* conn = nullptr;
     int ret = wiredtiger_open(opts.dbPath.c_str(), &wtEvents, config.c_str(), &conn);

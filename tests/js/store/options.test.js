@@ -34,6 +34,28 @@ test('a YAML config sets the WiredTiger cache size; --directIO serves reads and 
   });
 });
 
+test('the WiredTiger engine config string (flag or YAML) is appended to the store\'s own, as mongod', async () => {
+  // cache_size is also set by the store: the string comes last, so it wins.
+  await withClient(
+    await startStore({ extraArgs: ['--wiredTigerEngineConfigString', 'cache_size=50M,eviction_dirty_target=30'] }),
+    async (c) => {
+      const status = await c.db('admin').command({ serverStatus: 1 });
+      assert.equal(status.wiredTiger.cache['maximum bytes configured'], 50 * 1024 * 1024);
+    });
+  const dir = makeTempDir('halocline-conf-');
+  const conf = path.join(dir, 'halocline.conf');
+  fs.writeFileSync(conf, 'storage:\n  wiredTiger:\n    engineConfig:\n      configString: "cache_size=40M"\n');
+  await withClient(await startStore({ extraArgs: ['--config', conf] }), async (c) => {
+    const status = await c.db('admin').command({ serverStatus: 1 });
+    assert.equal(status.wiredTiger.cache['maximum bytes configured'], 40 * 1024 * 1024);
+  });
+  const r = await runProgram(haloclineBinary(), [
+    'store', '--port', '0', '--dbpath', makeTempDir('halocline-wtconf-'),
+    '--wiredTigerEngineConfigString', 'no_such_key=1']);
+  assert.equal(r.code, 1);
+  assert.match(r.stdout + r.stderr, /no_such_key/);
+});
+
 test('an invalid config file is refused at start with the key named', async () => {
   const dir = makeTempDir('halocline-conf-');
   const conf = path.join(dir, 'bad.conf');

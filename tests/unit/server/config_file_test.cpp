@@ -20,7 +20,7 @@ TEST(StoreConfig, AppliesAMongodStyleFile) {
 storage:
   dbPath: /data/fast
   wiredTiger:
-    engineConfig: {cacheSizeGB: 1.5, directIO: true}
+    engineConfig: {cacheSizeGB: 1.5, directIO: true, configString: "eviction_dirty_target=30"}
     collectionConfig: {blockCompressor: zlib}
 net: {port: 27018, bindIp: 0.0.0.0, maxIncomingConnections: 100,
       tls: {mode: requireTLS, certificateKeyFile: s.pem}}
@@ -36,6 +36,7 @@ operationProfiling: {slowOpThresholdMs: 250, slowOpSampleRate: 0.5}
     EXPECT_EQ(o.dbPath, "/data/fast");
     EXPECT_EQ(o.cacheSizeGB, 1.5);
     EXPECT_TRUE(o.directIO);
+    EXPECT_EQ(o.wtEngineConfigString, "eviction_dirty_target=30");
     EXPECT_EQ(o.blockCompressor, "zlib");
     EXPECT_EQ(o.port, 27018);
     EXPECT_EQ(o.bindIp, "0.0.0.0");
