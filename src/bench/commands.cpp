@@ -147,6 +147,11 @@ std::unique_ptr<BenchCommand> BenchCommand::add(CLI::App& app) {
                             "Archive WiredTiger cache (default 0.25; quick 0.01)");
     f.reproduce->add_option("--fast-threads", r.fastThreads,
                             "The fast store's command threads (default: the store's)");
+    f.reproduce
+        ->add_option("--fast-engine-config", r.fastEngineConfig,
+                     "The fast store's --wiredTigerEngineConfigString (default: what "
+                     "`halocline up` gives it; \"\" for the store's defaults)")
+        ->capture_default_str();
     f.reproduce->add_option(
         "--archive-memory-mb", r.archiveMemoryMB,
         "Archive memory-cgroup limit (default cache + 1024; + 4096 in sanitizer builds)");

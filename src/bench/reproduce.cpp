@@ -378,6 +378,8 @@ StatusWith<Server> Reproduction::startStore(const std::string& name, const std::
     if (directIO) po.args.emplace_back("--directIO");
     if (replSet == "fast" && o_.fastThreads > 0)
         po.args.insert(po.args.end(), {"--threads", std::to_string(o_.fastThreads)});
+    if (replSet == "fast" && !o_.fastEngineConfig.empty())
+        po.args.insert(po.args.end(), {"--wiredTigerEngineConfigString", o_.fastEngineConfig});
     po.logPath = fmt::format("{}/{:02d}-{}.log", logs_, ++logSeq_, name);
     if (conf) po.cgroupProcs = conf->procsFiles();
     auto child = ChildProcess::start(po);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/fast_tier.h"
+
 namespace halo::bench {
 
 struct ReproduceOptions {
@@ -32,6 +34,9 @@ struct ReproduceOptions {
     // writes fall inside the measured runs rather than after them.
     std::string feederLazyDelay = "10s";
     int warmerRate = 0;  // workers.warmer.maxDocsPerSecond; 0: the proxy's default
+    // The fast store's --wiredTigerEngineConfigString: what `halocline up` gives
+    // it (an A/B switch: --fast-engine-config "" runs the store's defaults).
+    std::string fastEngineConfig = kFastTierEngineConfig;
     int fieldCount = 10;
     int fieldLength = 26;  // ~415-byte documents: 10 M of them are 16x a 256 MB cache
     // Zero: the mode's default (resolveDefaults).

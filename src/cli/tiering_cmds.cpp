@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "common/fast_tier.h"
 #include "common/log.h"
 #include "tiering/proxy.h"
 
@@ -65,6 +66,8 @@ Child spawnStore(const char* self, const std::string& dbpath, const std::string&
     std::vector<std::string> args = {self,        "store", "--dbpath", dbpath,
                                      "--replSet", replSet, "--port",   std::to_string(port),
                                      "--logpath", logFile};
+    if (replSet == "fast")
+        args.insert(args.end(), {"--wiredTigerEngineConfigString", kFastTierEngineConfig});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

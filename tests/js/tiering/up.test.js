@@ -5,6 +5,8 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const { MongoClient } = require('mongodb');
 const { startProcess, haloclineBinary, makeTempDir } = require('../lib/server');
 
@@ -26,6 +28,13 @@ test('halocline up --age-field _id: the printed connection string serves a tiere
     assert.equal((await items.findOne({}, { projection: { _id: 0 } })).n, 1);
     const status = await client.db('admin').command({ haloclineStatus: 1 });
     assert.equal(status.collections['app.items'].ageField, '_id');
+    // The fast store runs with the fast tier's WiredTiger settings (common/fast_tier.h),
+    // the archive with the store's own: WiredTiger records the settings a database
+    // was created with in WiredTiger.basecfg.
+    const basecfg = (tier) => fs.readFileSync(path.join(dir, tier, 'WiredTiger.basecfg'), 'utf8');
+    assert.match(basecfg('fast'), /eviction_dirty_target=30/);
+    assert.match(basecfg('fast'), /eviction_dirty_trigger=60/);
+    assert.doesNotMatch(basecfg('archive'), /eviction_dirty/);
   } finally {
     if (client) await client.close();
     const exit = await proc.stop({ signal: 'SIGINT' });
