@@ -26,6 +26,13 @@ test('halocline up --age-field _id: the printed connection string serves a tiere
     const items = client.db('app').collection('items');
     await items.insertOne({ n: 1 });
     assert.equal((await items.findOne({}, { projection: { _id: 0 } })).n, 1);
+    // An unacknowledged write, then a cursor that needs getMores, through the proxy.
+    await items.insertMany(Array.from({ length: 24 }, (_, i) => ({ n: i + 2 })));
+    await items.insertOne({ n: 26 }, { writeConcern: { w: 0 } });
+    const deadline = Date.now() + 20_000;
+    while ((await items.countDocuments({ n: 26 })) === 0 && Date.now() < deadline);
+    const ns = (await items.find({}, { batchSize: 5 }).sort({ n: 1 }).toArray()).map((d) => d.n);
+    assert.deepEqual(ns, Array.from({ length: 26 }, (_, i) => i + 1));
     const status = await client.db('admin').command({ haloclineStatus: 1 });
     assert.equal(status.collections['app.items'].ageField, '_id');
     // The fast store runs with the fast tier's WiredTiger settings (common/fast_tier.h),
